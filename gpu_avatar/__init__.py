@@ -1,0 +1,26 @@
+"""gpu_avatar: anonymisation by the Avatar method, on the GPU when there is one.
+
+    import gpu_avatar as ga
+    result = ga.avatarize(df, k=20, ncp=5, seed=0)
+    result.avatars                       # the release
+    result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
+"""
+
+from .avatarize import AvatarizationResult, avatarize
+from .backend import Backend, resolve_backend
+from .errors import AvatarError, BackendUnavailableError
+from .projection import FAMD, MCA, PCA
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AvatarError",
+    "AvatarizationResult",
+    "Backend",
+    "BackendUnavailableError",
+    "FAMD",
+    "MCA",
+    "PCA",
+    "avatarize",
+    "resolve_backend",
+]

@@ -1,0 +1,98 @@
+"""Choice of the array backend: numpy on the CPU, cupy on an NVIDIA GPU.
+
+The backend is resolved once per entry point (``resolve_backend``) and the resulting
+``Backend`` is passed down; numeric code is written against ``backend.xp`` and never tests
+which library it runs on.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import AvatarError, BackendUnavailableError
+
+BACKEND_ENV_VAR = "GPU_AVATAR_BACKEND"
+_CHOICES = ("auto", "cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array namespace (``xp``) plus the conversions to and from host numpy arrays."""
+
+    name: str
+    xp: ModuleType
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def asarray(self, array: Any, dtype: Any = None) -> Any:
+        """Move a host array to the backend's device (no copy on the CPU)."""
+        return self.xp.asarray(array, dtype=dtype)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        """Bring a backend array back to the host as a numpy array."""
+        if self.is_gpu:
+            return self.xp.asnumpy(array)
+        return np.asarray(array)
+
+    def free_memory_bytes(self) -> int | None:
+        """Free device memory, or None on the CPU (host memory is not probed)."""
+        if not self.is_gpu:
+            return None
+        free, _total = self.xp.cuda.runtime.memGetInfo()
+        return int(free)
+
+
+CPU = Backend("cpu", np)
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_cupy() -> tuple[ModuleType | None, str]:
+    """Import cupy and count devices once; returns (module or None, reason when None)."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA installation
+        return None, f"cupy could not be imported ({exc}); install gpu_avatar[gpu]"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no driver, no device
+        return None, f"no usable CUDA device ({exc})"
+    if count < 1:
+        return None, "no CUDA device is visible"
+    return cupy, ""
+
+
+def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
+    """Turn ``"auto" | "cpu" | "gpu"`` (or the GPU_AVATAR_BACKEND variable) into a Backend.
+
+    ``"auto"`` takes the GPU when cupy imports and sees a device, else the CPU; ``"gpu"``
+    without a usable device raises ``BackendUnavailableError`` saying why.
+    """
+    if isinstance(backend, Backend):
+        return backend
+    choice = backend if backend is not None else "auto"
+    if choice == "auto":
+        choice = os.environ.get(BACKEND_ENV_VAR, "auto") or "auto"
+    if choice not in _CHOICES:
+        raise AvatarError(
+            f"backend={choice!r} is not one of {_CHOICES} (check the argument and the "
+            f"{BACKEND_ENV_VAR} environment variable)"
+        )
+    if choice == "cpu":
+        return CPU
+    cupy, reason = _probe_cupy()
+    if cupy is None:
+        if choice == "gpu":
+            raise BackendUnavailableError(
+                f"backend='gpu' was requested but {reason}. Use backend='cpu' or 'auto' "
+                "to run on the CPU."
+            )
+        return CPU
+    return Backend("gpu", cupy)

@@ -1,0 +1,262 @@
+"""Projection: FAMD, with PCA and MCA as its special cases, exact and chunked.
+
+Scaling follows saiph (the reference implementation):
+
+- continuous variable: ``(x - mean) / std`` (ddof = 0; a zero std becomes 1);
+- categorical variable: one column per modality ``(I_c - p_c) / sqrt(p_c)``;
+- variable weights ``w`` repeated over modalities; the axes are the eigenvectors of
+  ``diag(w) X^T X diag(w)``, i.e. the right singular vectors of ``X diag(w) / n``, un-weighted
+  by ``1 / sqrt(w)`` (FAMD, PCA; MCA keeps them as they are);
+- MCA equals the categorical part of FAMD scaled by ``1 / sqrt(number of variables)``.
+
+The Gram matrix is accumulated in float64 over row chunks (so memory does not grow with n),
+decomposed on the host with ``eigh``, sorted by decreasing eigenvalue; each axis's sign is fixed
+so that its largest-magnitude loading is positive. Components whose eigenvalue is numerically
+zero (the one-hot columns of a variable are linearly dependent) are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .backend import Backend, resolve_backend
+from .encoding import EncodedTable, TableEncoder
+from .errors import AvatarError
+
+FAMD_KIND, PCA_KIND, MCA_KIND = "famd", "pca", "mca"
+_NULL_EIGENVALUE = 1e-10  # relative to the largest eigenvalue
+_CHUNK_BYTES = 64 * 2**20
+
+
+def projection_kind(n_continuous: int, n_categorical: int) -> str:
+    """FAMD for mixed data, PCA for continuous only, MCA for categorical only (as saiph)."""
+    if n_categorical == 0:
+        return PCA_KIND
+    if n_continuous == 0:
+        return MCA_KIND
+    return FAMD_KIND
+
+
+def chunk_rows(row_bytes: int, budget: int = _CHUNK_BYTES) -> int:
+    """Rows per chunk so that one chunk of ``row_bytes`` per row stays within ``budget``."""
+    return max(1024, budget // max(row_bytes, 1))
+
+
+class Projection:
+    """FAMD/PCA/MCA on an ``EncodedTable``, written against the backend's ``xp``."""
+
+    def __init__(self, kind: str, variable_weights: np.ndarray, backend: Backend) -> None:
+        self.kind = kind
+        self.variable_weights = np.asarray(variable_weights, dtype=np.float64)
+        self.backend = backend
+
+    def fit(self, encoded: EncodedTable) -> Projection:
+        xp = self.backend.xp
+        continuous = self.backend.asarray(encoded.continuous)
+        n = encoded.n_rows
+        self.mean_ = xp.mean(continuous, axis=0)
+        std = xp.std(continuous, axis=0)
+        self.std_ = xp.where(std <= np.finfo(np.float64).tiny, 1.0, std)
+        self.n_modalities_ = list(encoded.n_modalities)
+        self.offsets_ = np.concatenate([[0], np.cumsum(self.n_modalities_)]).astype(np.int64)
+        codes = self.backend.asarray(encoded.categorical)
+        proportions = [
+            xp.bincount(codes[:, j], minlength=m) / n for j, m in enumerate(self.n_modalities_)
+        ]
+        self.proportions_ = xp.concatenate(proportions) if proportions else xp.zeros(0)
+        self.scale_ = 1.0 / np.sqrt(len(self.n_modalities_)) if self.kind == MCA_KIND else 1.0
+
+        weights = np.concatenate(
+            [
+                self.variable_weights[: encoded.continuous.shape[1]],
+                np.repeat(self.variable_weights[encoded.continuous.shape[1] :], self.n_modalities_),
+            ]
+        )
+        gram = np.zeros((weights.size, weights.size))
+        for scaled in self._scaled_chunks(encoded):
+            gram += self.backend.to_numpy(scaled.T @ scaled)
+        eigenvalues, eigenvectors = np.linalg.eigh(weights[:, None] * gram * weights[None, :])
+        order = np.argsort(eigenvalues)[::-1]
+        eigenvalues, eigenvectors = eigenvalues[order], eigenvectors[:, order]
+        keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
+        eigenvalues, eigenvectors = eigenvalues[keep], eigenvectors[:, keep]
+        largest = np.abs(eigenvectors).argmax(axis=0)
+        eigenvectors *= np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
+        components = eigenvectors.T
+        if self.kind != MCA_KIND:
+            components = components / np.sqrt(weights)
+        self.eigenvalues_ = eigenvalues
+        self.explained_variance_ratio_ = eigenvalues / eigenvalues.sum()
+        self.components_ = self.backend.asarray(components)
+        return self
+
+    @property
+    def n_components_(self) -> int:
+        return self.components_.shape[0]
+
+    def _scaled_chunks(self, encoded: EncodedTable):
+        """Yield the scaled matrix ``[x~ | z]`` of successive row chunks, on the backend."""
+        xp = self.backend.xp
+        width = encoded.continuous.shape[1] + int(self.offsets_[-1])
+        step = chunk_rows(8 * width)
+        for start in range(0, encoded.n_rows, step):
+            stop = min(start + step, encoded.n_rows)
+            continuous = self.backend.asarray(encoded.continuous[start:stop])
+            codes = self.backend.asarray(encoded.categorical[start:stop])
+            one_hot = xp.zeros((stop - start, int(self.offsets_[-1])))
+            rows = xp.arange(stop - start)
+            for j in range(len(self.n_modalities_)):
+                known = codes[:, j] >= 0  # modalities unseen at fit time stay all-zero
+                one_hot[rows[known], codes[known, j] + int(self.offsets_[j])] = 1.0
+            proportions = self.proportions_
+            z = (one_hot - proportions) / xp.sqrt(xp.where(proportions > 0, proportions, 1.0))
+            yield xp.concatenate([(continuous - self.mean_) / self.std_, z], axis=1)
+
+    def transform(self, encoded: EncodedTable, n_components: int | None = None) -> Any:
+        """Coordinates (n, n_components) as a backend array."""
+        components = self.components_[: n_components or self.n_components_]
+        parts = [self.scale_ * (scaled @ components.T) for scaled in self._scaled_chunks(encoded)]
+        return self.backend.xp.concatenate(parts, axis=0)
+
+    def inverse_transform(self, coordinates: Any) -> tuple[Any, Any]:
+        """Continuous values and modality frequencies (n, total modalities) from coordinates.
+
+        Uses the pseudo-inverse of the axes, as saiph does; exact when all components are kept
+        and the variable weights are uniform.
+        """
+        xp = self.backend.xp
+        coordinates = self.backend.asarray(coordinates)
+        components = self.components_[: coordinates.shape[1]]
+        scaled = (coordinates / self.scale_) @ xp.linalg.pinv(components.T)
+        n_continuous = self.mean_.shape[0]
+        continuous = scaled[:, :n_continuous] * self.std_ + self.mean_
+        proportions = self.proportions_
+        frequencies = scaled[:, n_continuous:] * xp.sqrt(proportions) + proportions
+        return continuous, frequencies
+
+
+def expand_variable_weights(
+    encoder: TableEncoder, column_weights: Mapping[Any, float] | None
+) -> np.ndarray:
+    """One weight per encoded variable; an indicator takes the weight of its column."""
+    column_weights = dict(column_weights or {})
+    known = set(encoder.columns_) - set(encoder.identifier_columns_)
+    unknown = [c for c in column_weights if c not in known]
+    if unknown:
+        raise AvatarError(
+            f"column_weights names unknown or identifier column(s) {unknown}; "
+            f"variables are {sorted(map(str, known))}"
+        )
+    bad = {c: w for c, w in column_weights.items() if not np.isfinite(w) or w <= 0}
+    if bad:
+        raise AvatarError(f"column_weights must be finite and > 0, got {bad}")
+    return np.array([float(column_weights.get(c, 1.0)) for c in encoder.variable_sources_])
+
+
+class _ProjectionEstimator:
+    """DataFrame-level projection: encoding (with temporary imputation) + ``Projection``."""
+
+    _kind: str | None = None  # None: chosen from the column kinds
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        column_weights: Mapping[Any, float] | None = None,
+        types: Mapping[Any, str] | None = None,
+        imputation: str = "median",
+        backend: str | Backend = "auto",
+    ) -> None:
+        if n_components is not None and (not isinstance(n_components, (int, np.integer)) or n_components < 1):
+            raise AvatarError(f"n_components must be a positive integer or None, got {n_components!r}")
+        self.n_components = n_components
+        self.column_weights = column_weights
+        self.types = types
+        self.imputation = imputation
+        self.backend = backend
+
+    def fit(self, df: pd.DataFrame) -> _ProjectionEstimator:
+        backend = resolve_backend(self.backend)
+        self.encoder_ = TableEncoder(self.types, self.imputation, missing_indicators=False).fit(df)
+        if self.encoder_.identifier_columns_:
+            raise AvatarError(
+                f"identifier column(s) {self.encoder_.identifier_columns_} cannot be projected; "
+                "drop them first"
+            )
+        n_cont = len(self.encoder_.continuous_columns_)
+        n_cat = len(self.encoder_.categorical_columns_)
+        kind = self._kind or projection_kind(n_cont, n_cat)
+        if kind == PCA_KIND and n_cat:
+            raise AvatarError(
+                f"PCA needs continuous columns only; {self.encoder_.categorical_columns_} are "
+                "categorical: use FAMD"
+            )
+        if kind == MCA_KIND and n_cont:
+            raise AvatarError(
+                f"MCA needs categorical columns only; {self.encoder_.continuous_columns_} are "
+                "continuous: use FAMD, or declare them categorical in types"
+            )
+        weights = expand_variable_weights(self.encoder_, self.column_weights)
+        self.projection_ = Projection(kind, weights, backend).fit(self.encoder_.transform(df))
+        self.kind_ = kind
+        self.eigenvalues_ = self.projection_.eigenvalues_
+        self.explained_variance_ratio_ = self.projection_.explained_variance_ratio_
+        return self
+
+    @property
+    def n_components_(self) -> int:
+        available = self.projection_.n_components_
+        return min(self.n_components or available, available)
+
+    def transform(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Coordinates of ``df`` in the fitted space, one column per component."""
+        coordinates = self.projection_.transform(self.encoder_.transform(df), self.n_components_)
+        return pd.DataFrame(
+            self.projection_.backend.to_numpy(coordinates),
+            index=df.index,
+            columns=[f"Dim. {i + 1}" for i in range(self.n_components_)],
+        )
+
+    def fit_transform(self, df: pd.DataFrame) -> pd.DataFrame:
+        return self.fit(df).transform(df)
+
+    def inverse_transform(self, coordinates: pd.DataFrame | np.ndarray) -> pd.DataFrame:
+        """A table with the fitted columns and dtypes; categories by highest frequency."""
+        backend = self.projection_.backend
+        index = coordinates.index if isinstance(coordinates, pd.DataFrame) else None
+        continuous, frequencies = self.projection_.inverse_transform(np.asarray(coordinates))
+        offsets = self.projection_.offsets_
+        codes = np.column_stack(
+            [
+                backend.to_numpy(frequencies[:, offsets[j] : offsets[j + 1]].argmax(axis=1))
+                for j in range(len(offsets) - 1)
+            ]
+            or [np.zeros((len(continuous), 0), dtype=np.int64)]
+        )
+        return self.encoder_.decode(backend.to_numpy(continuous), codes, index=index)
+
+
+class FAMD(_ProjectionEstimator):
+    """Factor analysis of mixed data (PCA for continuous, MCA-like for categorical columns).
+
+    ``FAMD(n_components=None, column_weights=None).fit(df)`` then ``transform``,
+    ``inverse_transform``, ``fit_transform``. Column kinds are detected as in ``avatarize``
+    (override with ``types``); missing values are imputed for the projection only.
+    """
+
+    _kind = FAMD_KIND
+
+
+class PCA(_ProjectionEstimator):
+    """Principal component analysis of standardised continuous columns (saiph's scaling)."""
+
+    _kind = PCA_KIND
+
+
+class MCA(_ProjectionEstimator):
+    """Multiple correspondence analysis of categorical columns (saiph's scaling)."""
+
+    _kind = MCA_KIND
+

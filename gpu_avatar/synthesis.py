@@ -1,0 +1,109 @@
+"""Synthesis: avatar = randomly weighted barycentre of an individual's k neighbours.
+
+Weights (avatar-method.md, 3.5): ``P_j = E_j * 2^(-pi_j) / d_ij`` with ``E_j ~ Exp(1)`` and
+``pi`` a random permutation of 1..k, normalised to sum to 1; a zero distance is replaced by
+``DISTANCE_EPSILON`` so exact duplicates dominate. With all components kept, the barycentre of
+the coordinates is the barycentre of the encoded table (the projection is affine and
+invertible on the data's span), so continuous values are the weighted mean of the neighbours'
+values, and a categorical value is drawn with probability equal to the summed weight of the
+neighbours holding it (``"draw"``) or taken as the modality of largest weight (``"argmax"``).
+
+Random numbers are drawn on the host, block by block of ``RANDOM_BLOCK`` rows from a child of
+the run's ``SeedSequence``, so the result depends only on the seed (not on chunk sizes nor on
+the backend).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import Backend
+from .errors import AvatarError
+
+DISTANCE_EPSILON = 1e-12
+RANDOM_BLOCK = 1 << 16
+CATEGORICAL_RULES = ("draw", "argmax")
+_STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE = 0, 1, 2
+
+
+def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> np.random.Generator:
+    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, stream, block))
+    return np.random.default_rng(child)
+
+
+def random_weights(distances: np.ndarray, seed: np.random.SeedSequence, first_row: int) -> np.ndarray:
+    """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k)."""
+    b, k = distances.shape
+    if first_row % RANDOM_BLOCK:
+        raise AvatarError("internal: weights must be drawn from a block-aligned row")
+    weights = np.empty((b, k))
+    for start in range(0, b, RANDOM_BLOCK):
+        stop = min(start + RANDOM_BLOCK, b)
+        rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
+        exponential = rng.exponential(1.0, size=(stop - start, k))
+        ranks = rng.permuted(np.tile(np.arange(1, k + 1), (stop - start, 1)), axis=1)
+        raw = exponential * np.exp2(-ranks) / np.maximum(distances[start:stop], DISTANCE_EPSILON)
+        weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
+    return weights
+
+
+def draw_uniforms(n_rows: int, n_columns: int, seed: np.random.SeedSequence, first_row: int) -> np.ndarray:
+    """Uniform numbers in [0, 1) for the categorical draws of a block-aligned row slice."""
+    out = np.empty((n_rows, n_columns))
+    for start in range(0, n_rows, RANDOM_BLOCK):
+        stop = min(start + RANDOM_BLOCK, n_rows)
+        rng = _block_generator(seed, _STREAM_DRAWS, (first_row + start) // RANDOM_BLOCK)
+        out[start:stop] = rng.random((stop - start, n_columns))
+    return out
+
+
+def shuffle_order(n_rows: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """The permutation that turns unshuffled avatars into the released order."""
+    return _block_generator(seed, _STREAM_SHUFFLE, 0).permutation(n_rows)
+
+
+def synthesize(
+    continuous,
+    codes,
+    n_modalities: list[int],
+    neighbour_indices,
+    neighbour_distances,
+    seed: np.random.SeedSequence,
+    backend: Backend,
+    categorical: str = "draw",
+):
+    """Avatar continuous values (n, pc) and categorical codes (n, pk) as backend arrays."""
+    if categorical not in CATEGORICAL_RULES:
+        raise AvatarError(f"categorical={categorical!r} is not one of {CATEGORICAL_RULES}")
+    xp = backend.xp
+    n, k = neighbour_indices.shape
+    continuous = backend.asarray(continuous)
+    codes = backend.asarray(codes)
+    out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
+    out_codes = xp.empty(codes.shape, dtype=xp.int64)
+    step = RANDOM_BLOCK
+    for start in range(0, n, step):
+        stop = min(start + step, n)
+        neighbours = backend.asarray(neighbour_indices[start:stop])
+        host_distances = backend.to_numpy(neighbour_distances[start:stop])
+        weights = backend.asarray(random_weights(host_distances, seed, start))
+        out_continuous[start:stop] = xp.einsum(
+            "bk,bkp->bp", weights, continuous[neighbours], optimize=False
+        )
+        if codes.shape[1] == 0:
+            continue
+        neighbour_codes = codes[neighbours]  # (b, k, pk)
+        if categorical == "draw":
+            cumulative = xp.cumsum(weights, axis=1)
+            uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
+            threshold = uniforms * cumulative[:, -1:]
+            chosen = (cumulative[:, :, None] <= threshold[:, None, :]).sum(axis=1)
+            chosen = xp.minimum(chosen, k - 1)
+            out_codes[start:stop] = xp.take_along_axis(neighbour_codes, chosen[:, None, :], axis=1)[:, 0, :]
+        else:
+            rows = xp.arange(stop - start)[:, None]
+            for j, m in enumerate(n_modalities):
+                flat = (rows * m + neighbour_codes[:, :, j]).ravel()
+                frequencies = xp.bincount(flat, weights=weights.ravel(), minlength=(stop - start) * m)
+                out_codes[start:stop, j] = frequencies.reshape(stop - start, m).argmax(axis=1)
+    return out_continuous, out_codes
