@@ -9,7 +9,9 @@
 from .avatarize import AvatarizationResult, avatarize
 from .backend import Backend, resolve_backend
 from .errors import AvatarError, BackendUnavailableError
+from .privacy import PrivacyMetrics, privacy_metrics
 from .projection import FAMD, MCA, PCA
+from .signal import SignalMetrics, signal_metrics
 
 __version__ = "0.1.0"
 
@@ -21,6 +23,10 @@ __all__ = [
     "FAMD",
     "MCA",
     "PCA",
+    "PrivacyMetrics",
+    "SignalMetrics",
     "avatarize",
+    "privacy_metrics",
+    "signal_metrics",
     "resolve_backend",
 ]

@@ -15,7 +15,9 @@ from .backend import Backend, resolve_backend
 from .encoding import TableEncoder, fresh_identifiers
 from .errors import AvatarError
 from .neighbours import nearest_neighbours
+from .privacy import PrivacyMetrics, privacy_metrics
 from .projection import Projection, expand_variable_weights, projection_kind
+from .signal import SignalMetrics, signal_metrics
 from .synthesis import CATEGORICAL_RULES, shuffle_order, synthesize
 
 logger = logging.getLogger("gpu_avatar")
@@ -37,6 +39,22 @@ class AvatarizationResult:
     seed: int  # entropy of the run's SeedSequence: pass it back as seed= to reproduce the run
     projection_kind: str
     timings: dict[str, float] = field(default_factory=dict)
+
+    def privacy_metrics(self, **overrides: Any) -> PrivacyMetrics:
+        """``ga.privacy_metrics`` on this run's originals and unshuffled avatars, with the
+        run's ``ncp``, ``types`` and backend unless overridden."""
+        settings = dict(
+            ncp=self.parameters["ncp"], types=self.parameters["types"],
+            backend=self.parameters["backend"],
+        )
+        settings.update(overrides)
+        return privacy_metrics(self.original, self.sensitive_unshuffled_avatars, **settings)
+
+    def signal_metrics(self, **overrides: Any) -> SignalMetrics:
+        """``ga.signal_metrics`` between this run's originals and released avatars."""
+        settings = dict(types=self.parameters["types"])
+        settings.update(overrides)
+        return signal_metrics(self.original, self.avatars, **settings)
 
 
 def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:

@@ -1,0 +1,307 @@
+"""Privacy metrics: how well the avatars protect the individuals they come from.
+
+Distances live in a metric projection fitted on the ORIGINALS (FAMD/PCA/MCA as in the
+avatarization, missing values imputed for this projection only, no missing indicators), first
+``ncp`` axes; the unshuffled avatars are projected with the same model. Definitions (see
+metrics.md; the last five are this project's, in the reference product's spirit):
+
+- ``hidden_rate``: % of originals whose nearest avatar is not their own; a tie between the own
+  avatar and another counts as hidden only when the other has the lower index.
+- ``local_cloaking``: median over i of ``#{j != i : d(x_i, y_j) <= d(x_i, y_i)}``.
+- ``distance_to_closest``: median over avatars of the distance to the closest original.
+- ``closest_distances_ratio``: median over avatars of d1 / d2 (closest / second closest
+  original; 1 when d2 = 0).
+- ``closest_rate``: % of avatars not at risk; at risk = distance to closest below the
+  ``closest_rate_percentage_threshold`` percentile of the originals' nearest-other distances
+  AND ratio below ``closest_rate_ratio_threshold``.
+- ``row_direct_match_protection``: % of original rows with no identical avatar row (all
+  variables; identifier columns left out, a missing value equals a missing value).
+- ``column_direct_match_protection``: minimum over variables of
+  ``100 * (1 - share of originals whose value is unique in the original and appears in the
+  avatars)``; per-variable values in ``column_direct_match_protection_per_variable``.
+- ``categorical_hidden_rate``: on ``categorical_hidden_rate_variables``, % of originals whose
+  own avatar is not the only avatar equal to them on those variables.
+- ``correlation_protection_rate``: on ``known_variables``, n2 = originals whose combination is
+  unique among originals and that match exactly one avatar (categorical equal, numeric within
+  +/- 5 % of the column's original mean); ``100 * (1 - round(n2 * (1 - hidden_rate / 100)) / n)``.
+- ``inference_continuous`` / ``inference_categorical``: an attacker knowing
+  ``known_variables`` links each original to the closest avatar on them (FAMD of those
+  variables) and reads ``target``. Continuous: mean absolute error of that guess divided by the
+  error of guessing the avatars' median (1 = the link teaches nothing). Categorical: accuracy
+  of the guess; the accuracy of guessing the avatars' most frequent value is in
+  ``inference_baseline``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .backend import Backend, resolve_backend
+from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder
+from .errors import AvatarError
+from .metrics_common import Target, check_same_table, check_variables, metrics_frame
+from .neighbours import nearest_neighbours
+from .projection import Projection, projection_kind
+from .reductions import distance_ranks
+
+PRIVACY_TARGETS = {
+    "hidden_rate": Target(">", 90),
+    "local_cloaking": Target(">", 5),
+    "distance_to_closest": Target(">", 0.2),
+    "closest_distances_ratio": Target(">", 0.3),
+    "closest_rate": Target(">", 90),
+    "row_direct_match_protection": Target(">", 90),
+    "column_direct_match_protection": Target(">", 50),
+    "categorical_hidden_rate": Target(">", 90),
+    "correlation_protection_rate": Target(">", 90),
+    "inference_continuous": Target(),
+    "inference_categorical": Target(),
+}
+NUMERIC_MATCH_TOLERANCE = 0.05  # of the column's original mean, for correlation protection
+
+
+@dataclass
+class PrivacyMetrics:
+    """Privacy metric values (None where not computable) and per-individual vectors."""
+
+    hidden_rate: float
+    local_cloaking: float
+    distance_to_closest: float
+    closest_distances_ratio: float
+    closest_rate: float
+    row_direct_match_protection: float
+    column_direct_match_protection: float
+    categorical_hidden_rate: float | None
+    correlation_protection_rate: float | None
+    inference_continuous: float | None
+    inference_categorical: float | None
+    local_cloaking_per_individual: np.ndarray = field(repr=False)
+    hidden_per_individual: np.ndarray = field(repr=False)
+    distance_to_closest_per_avatar: np.ndarray = field(repr=False)
+    closest_distances_ratio_per_avatar: np.ndarray = field(repr=False)
+    column_direct_match_protection_per_variable: dict[str, float] = field(repr=False)
+    inference_baseline: float | None = None
+    ncp: int = 0
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per metric: value, target, passed."""
+        return metrics_frame({name: getattr(self, name) for name in PRIVACY_TARGETS}, PRIVACY_TARGETS)
+
+
+def metric_coordinates(
+    original: pd.DataFrame,
+    others: list[pd.DataFrame],
+    ncp: int,
+    types: Mapping[Any, str] | None,
+    imputation: str,
+    backend: Backend,
+) -> tuple[Any, list[Any], TableEncoder]:
+    """Coordinates of the originals and of each table in ``others`` on the first ``ncp`` axes
+    of a projection fitted on the originals (identifier columns left out)."""
+    variables = [c for c in original.columns if (types or {}).get(c) != IDENTIFIER]
+    types = {c: kind for c, kind in (types or {}).items() if c in variables}
+    encoder = TableEncoder(types, imputation, missing_indicators=False).fit(original[variables])
+    encoded = encoder.transform(original[variables])
+    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
+    weights = np.ones(len(encoder.variable_sources_))
+    projection = Projection(kind, weights, backend).fit(encoded)
+    ncp = min(ncp, projection.n_components_)
+    coordinates = projection.transform(encoded, ncp)
+    projected = [projection.transform(encoder.transform(o[variables]), ncp) for o in others]
+    return coordinates, projected, encoder
+
+
+def _row_keys(df: pd.DataFrame) -> np.ndarray:
+    return pd.util.hash_pandas_object(df, index=False).to_numpy()
+
+
+def _row_direct_match_protection(original: pd.DataFrame, avatars: pd.DataFrame) -> float:
+    return 100.0 * (1.0 - np.isin(_row_keys(original), _row_keys(avatars)).mean())
+
+
+def _column_direct_match(original: pd.DataFrame, avatars: pd.DataFrame) -> dict[str, float]:
+    out = {}
+    for column in original.columns:
+        values = original[column]
+        counts = values.value_counts(dropna=False)
+        unique_values = counts.index[counts.to_numpy() == 1]
+        exposed = values.isin(unique_values) & values.isin(avatars[column].dropna().unique())
+        out[str(column)] = 100.0 * (1.0 - exposed.to_numpy().mean())
+    return out
+
+
+def _categorical_hidden_rate(
+    original: pd.DataFrame, avatars: pd.DataFrame, variables: list[Any]
+) -> float:
+    original_keys = _row_keys(original[variables])
+    avatar_keys = _row_keys(avatars[variables])
+    matches_per_key = pd.Series(avatar_keys).value_counts()
+    n_matching = matches_per_key.reindex(original_keys, fill_value=0).to_numpy()
+    at_risk = (original_keys == avatar_keys) & (n_matching == 1)
+    return 100.0 * (1.0 - at_risk.mean())
+
+
+def _matching_space(
+    original: pd.DataFrame, avatars: pd.DataFrame, variables: list[Any], encoder: TableEncoder
+) -> tuple[np.ndarray, np.ndarray]:
+    """Points where "match on the variables" is a Chebyshev distance <= 1."""
+    columns_o, columns_a = [], []
+    for column in variables:
+        if encoder.specs_[column].kind == CATEGORICAL:
+            codes = pd.factorize(pd.concat([original[column], avatars[column]]).astype(object))[0]
+            scaled = 4.0 * codes.astype(np.float64)  # different codes are > 1 apart; NaN: -4
+        else:
+            values = np.concatenate(
+                [
+                    encoder._continuous_values(encoder.specs_[column], original[column]),
+                    encoder._continuous_values(encoder.specs_[column], avatars[column]),
+                ]
+            )
+            tolerance = NUMERIC_MATCH_TOLERANCE * abs(np.nanmean(values[: len(original)]))
+            scaled = values / max(tolerance, np.finfo(float).tiny)
+            finite = scaled[np.isfinite(scaled)]
+            far = (np.abs(finite).max() if finite.size else 0.0) * 2 + 10.0
+            scaled = np.where(np.isnan(scaled), far, scaled)  # missing matches missing only
+        columns_o.append(scaled[: len(original)])
+        columns_a.append(scaled[len(original) :])
+    return np.column_stack(columns_o), np.column_stack(columns_a)
+
+
+def _correlation_protection_rate(
+    original: pd.DataFrame,
+    avatars: pd.DataFrame,
+    variables: list[Any],
+    encoder: TableEncoder,
+    hidden_rate: float,
+) -> float:
+    from scipy.spatial import cKDTree
+
+    n = len(original)
+    keys = _row_keys(original[variables])
+    unique_rows = np.flatnonzero(pd.Series(keys).map(pd.Series(keys).value_counts()).to_numpy() == 1)
+    points_o, points_a = _matching_space(original, avatars, variables, encoder)
+    matches = cKDTree(points_a).query_ball_point(
+        points_o[unique_rows], r=1.0, p=np.inf, return_length=True, workers=-1
+    )
+    n2 = int((np.asarray(matches) == 1).sum())
+    return 100.0 * (1.0 - round(n2 * (1.0 - hidden_rate / 100.0)) / n)
+
+
+def _inference(
+    original: pd.DataFrame,
+    avatars: pd.DataFrame,
+    known: list[Any],
+    target: Any,
+    encoder: TableEncoder,
+    types: Mapping[Any, str] | None,
+    imputation: str,
+    backend: Backend,
+) -> tuple[str, float, float]:
+    """(kind of target, attack value, marginal-guess baseline); see the module docstring."""
+    from scipy.spatial import cKDTree
+
+    known_types = {c: k for c, k in (types or {}).items() if c in known}
+    x, (y,), _ = metric_coordinates(
+        original[known], [avatars[known]], len(known) * 1000, known_types, imputation, backend
+    )
+    _, closest = cKDTree(backend.to_numpy(y)).query(backend.to_numpy(x), k=1, workers=-1)
+    truth, guessed_from = original[target], avatars[target]
+    observed = truth.notna().to_numpy()
+    if encoder.specs_[target].kind == CATEGORICAL:
+        guess = guessed_from.to_numpy()[closest]
+        accuracy = float((guess[observed] == truth.to_numpy()[observed]).mean())
+        baseline = float((truth[observed] == guessed_from.mode(dropna=True).iloc[0]).mean())
+        return CATEGORICAL, accuracy, baseline
+    spec = encoder.specs_[target]
+    true_values = encoder._continuous_values(spec, truth)
+    avatar_values = encoder._continuous_values(spec, guessed_from)
+    guess = avatar_values[closest]
+    usable = observed & ~np.isnan(guess)
+    attack_error = np.abs(guess[usable] - true_values[usable]).mean()
+    marginal_error = np.abs(np.nanmedian(avatar_values) - true_values[observed]).mean()
+    ratio = attack_error / marginal_error if marginal_error > 0 else np.nan
+    return "continuous", float(ratio), float(marginal_error)
+
+
+def privacy_metrics(
+    original: pd.DataFrame,
+    unshuffled_avatars: pd.DataFrame,
+    ncp: int = 5,
+    known_variables: Any = None,
+    target: Any = None,
+    categorical_hidden_rate_variables: Any = None,
+    types: Mapping[Any, str] | None = None,
+    backend: str | Backend = "auto",
+    imputation: str = "mean",
+    closest_rate_percentage_threshold: float = 0.3,
+    closest_rate_ratio_threshold: float = 0.3,
+    engine: str = "auto",
+) -> PrivacyMetrics:
+    """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
+
+    ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
+    values for the metric projection only; ``engine`` picks the reduction ("brute" or
+    "kdtree"; "auto" by size and backend). See the module docstring for every definition.
+    """
+    avatars = check_same_table(original, unshuffled_avatars, "unshuffled_avatars", same_rows=True)
+    known = check_variables(original, known_variables, "known_variables")
+    targets = check_variables(original, target, "target")
+    chr_variables = check_variables(
+        original, categorical_hidden_rate_variables, "categorical_hidden_rate_variables"
+    )
+    if targets is not None and len(targets) != 1:
+        raise AvatarError(f"target must be one column, got {targets}")
+    identifiers = {c for c, kind in (types or {}).items() if kind == IDENTIFIER}
+    for argument, names in (("known_variables", known), ("target", targets)):
+        if names and identifiers.intersection(names):
+            raise AvatarError(f"{argument} cannot use identifier column(s) {sorted(identifiers)}")
+    backend = resolve_backend(backend)
+
+    x, (y,), encoder = metric_coordinates(original, [avatars], ncp, types, imputation, backend)
+    ranks = distance_ranks(x, y, backend, engine)
+    hidden_rate = 100.0 * float(ranks.hidden.mean())
+    ratio = np.ones_like(ranks.closest)
+    np.divide(ranks.closest, ranks.second_closest, out=ratio, where=ranks.second_closest > 0)
+    _, nearest_other = nearest_neighbours(x, 1, backend)
+    risk_distance = np.percentile(backend.to_numpy(nearest_other), closest_rate_percentage_threshold)
+    at_risk = (ranks.closest < risk_distance) & (ratio < closest_rate_ratio_threshold)
+
+    variables = encoder.columns_
+    per_variable = _column_direct_match(original[variables], avatars[variables])
+    inference = {"continuous": None, CATEGORICAL: None}
+    baseline = None
+    if known is not None and targets is not None:
+        kind, value, baseline = _inference(
+            original, avatars, known, targets[0], encoder, types, imputation, backend
+        )
+        inference[kind] = value
+    return PrivacyMetrics(
+        hidden_rate=hidden_rate,
+        local_cloaking=float(np.median(ranks.local_cloaking)),
+        distance_to_closest=float(np.median(ranks.closest)),
+        closest_distances_ratio=float(np.median(ratio)),
+        closest_rate=100.0 * (1.0 - float(at_risk.mean())),
+        row_direct_match_protection=_row_direct_match_protection(
+            original[variables], avatars[variables]
+        ),
+        column_direct_match_protection=min(per_variable.values()),
+        categorical_hidden_rate=None
+        if chr_variables is None
+        else _categorical_hidden_rate(original, avatars, chr_variables),
+        correlation_protection_rate=None
+        if known is None
+        else _correlation_protection_rate(original, avatars, known, encoder, hidden_rate),
+        inference_continuous=inference["continuous"],
+        inference_categorical=inference[CATEGORICAL],
+        local_cloaking_per_individual=ranks.local_cloaking,
+        hidden_per_individual=ranks.hidden,
+        distance_to_closest_per_avatar=ranks.closest,
+        closest_distances_ratio_per_avatar=ratio,
+        column_direct_match_protection_per_variable=per_variable,
+        inference_baseline=baseline,
+        ncp=int(x.shape[1]),
+    )
