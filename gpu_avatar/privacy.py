@@ -34,8 +34,9 @@ metrics.md; the last five are this project's, in the reference product's spirit)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -89,7 +90,9 @@ class PrivacyMetrics:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: value, target, passed."""
-        return metrics_frame({name: getattr(self, name) for name in PRIVACY_TARGETS}, PRIVACY_TARGETS)
+        return metrics_frame(
+            {name: getattr(self, name) for name in PRIVACY_TARGETS}, PRIVACY_TARGETS
+        )
 
 
 def metric_coordinates(
@@ -157,8 +160,8 @@ def _matching_space(
         else:
             values = np.concatenate(
                 [
-                    encoder._continuous_values(encoder.specs_[column], original[column]),
-                    encoder._continuous_values(encoder.specs_[column], avatars[column]),
+                    encoder.continuous_values(encoder.specs_[column], original[column]),
+                    encoder.continuous_values(encoder.specs_[column], avatars[column]),
                 ]
             )
             tolerance = NUMERIC_MATCH_TOLERANCE * abs(np.nanmean(values[: len(original)]))
@@ -182,7 +185,9 @@ def _correlation_protection_rate(
 
     n = len(original)
     keys = _row_keys(original[variables])
-    unique_rows = np.flatnonzero(pd.Series(keys).map(pd.Series(keys).value_counts()).to_numpy() == 1)
+    unique_rows = np.flatnonzero(
+        pd.Series(keys).map(pd.Series(keys).value_counts()).to_numpy() == 1
+    )
     points_o, points_a = _matching_space(original, avatars, variables, encoder)
     matches = cKDTree(points_a).query_ball_point(
         points_o[unique_rows], r=1.0, p=np.inf, return_length=True, workers=-1
@@ -217,8 +222,8 @@ def _inference(
         baseline = float((truth[observed] == guessed_from.mode(dropna=True).iloc[0]).mean())
         return CATEGORICAL, accuracy, baseline
     spec = encoder.specs_[target]
-    true_values = encoder._continuous_values(spec, truth)
-    avatar_values = encoder._continuous_values(spec, guessed_from)
+    true_values = encoder.continuous_values(spec, truth)
+    avatar_values = encoder.continuous_values(spec, guessed_from)
     guess = avatar_values[closest]
     usable = observed & ~np.isnan(guess)
     attack_error = np.abs(guess[usable] - true_values[usable]).mean()
@@ -267,7 +272,9 @@ def privacy_metrics(
     ratio = np.ones_like(ranks.closest)
     np.divide(ranks.closest, ranks.second_closest, out=ratio, where=ranks.second_closest > 0)
     _, nearest_other = nearest_neighbours(x, 1, backend)
-    risk_distance = np.percentile(backend.to_numpy(nearest_other), closest_rate_percentage_threshold)
+    risk_distance = np.percentile(
+        backend.to_numpy(nearest_other), closest_rate_percentage_threshold
+    )
     at_risk = (ranks.closest < risk_distance) & (ratio < closest_rate_ratio_threshold)
 
     variables = encoder.columns_

@@ -125,7 +125,9 @@ def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
     own = rowwise_squared(x, y, np)
     own_distance = np.sqrt(own)
     avatar_tree = cKDTree(y)
-    low = avatar_tree.query_ball_point(x, own_distance * (1 - _BAND), return_length=True, workers=-1)
+    low = avatar_tree.query_ball_point(
+        x, own_distance * (1 - _BAND), return_length=True, workers=-1
+    )
     high_radius = own_distance * (1 + _BAND) + np.finfo(float).tiny
     high = avatar_tree.query_ball_point(x, high_radius, return_length=True, workers=-1)
     # Only the own avatar in the band: everything below the band is strictly closer.
@@ -143,7 +145,9 @@ def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
         at_most = other & (d2 <= own[owner])
         hides = other & ((d2 < own[owner]) | ((d2 == own[owner]) & (candidate < owner)))
         position = np.searchsorted(rows, owner)
-        cloaking[rows] = np.bincount(position, weights=at_most, minlength=rows.size).astype(np.int64)
+        cloaking[rows] = np.bincount(position, weights=at_most, minlength=rows.size).astype(
+            np.int64
+        )
         hidden[rows] = np.bincount(position, weights=hides, minlength=rows.size) > 0
 
     original_tree = cKDTree(x)

@@ -17,8 +17,9 @@ Order-free: the released, shuffled avatars are fine, and row counts may differ.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,8 +102,8 @@ def signal_metrics(
         if spec.kind == CATEGORICAL:
             per_variable[str(column)] = categorical_hellinger(original[column], avatars[column])
         elif spec.kind == CONTINUOUS:
-            values_o = encoder._continuous_values(spec, original[column])
-            values_a = encoder._continuous_values(spec, avatars[column])
+            values_o = encoder.continuous_values(spec, original[column])
+            values_a = encoder.continuous_values(spec, avatars[column])
             per_variable[str(column)] = continuous_hellinger(values_o, values_a, bins)
             continuous_o[column], continuous_a[column] = values_o, values_a
     if not per_variable:

@@ -1,0 +1,217 @@
+"""Declaring a relational database: tables with primary keys, links parent -> child.
+
+``Database.validate()`` runs every check of multitable.md section 1 and raises an
+``AvatarError`` naming the table and column: unknown tables or columns, empty tables, primary
+keys not unique or null, a primary key used as a foreign key, the same parent referenced twice
+by one child, cycles, and orphans (foreign key values absent from the parent; they are counted
+and shown, and dropped only when the link says ``drop_orphans=True``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .encoding import KINDS
+from .errors import AvatarError
+
+LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")
+_EXAMPLES = 5
+
+
+@dataclass
+class Table:
+    """One table: its data, primary key, whether one row is one person, column kinds."""
+
+    name: str
+    data: pd.DataFrame = field(repr=False)
+    primary_key: str
+    individual_level: bool | None = None  # None: True when the table has no parent
+    types: dict[Any, str] = field(default_factory=dict)
+
+
+@dataclass
+class Link:
+    """``child[foreign_key]`` refers to ``parent[parent_key]``, linked back by ``method``."""
+
+    parent: str
+    parent_key: str
+    child: str
+    foreign_key: str
+    method: str = "linear_sum_assignment"
+    drop_orphans: bool = False
+
+
+class Database:
+    """Tables and links to avatarize together (see ``avatarize_database``)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, Table] = {}
+        self.links: list[Link] = []
+
+    def add_table(
+        self,
+        name: str,
+        data: pd.DataFrame,
+        primary_key: str,
+        individual_level: bool | None = None,
+        types: Mapping[Any, str] | None = None,
+    ) -> Database:
+        """Declare a table; ``types`` as in ``avatarize`` for its variables."""
+        if name in self.tables:
+            raise AvatarError(f"table {name!r} is already declared")
+        if not isinstance(data, pd.DataFrame):
+            raise AvatarError(f"table {name!r}: expected a DataFrame, got {type(data).__name__}")
+        if primary_key not in data.columns:
+            raise AvatarError(
+                f"table {name!r}: primary key {primary_key!r} is not a column "
+                f"(columns: {list(data.columns)})"
+            )
+        for column, kind in (types or {}).items():
+            if column not in data.columns:
+                raise AvatarError(f"table {name!r}: types names unknown column {column!r}")
+            if kind not in KINDS:
+                raise AvatarError(f"table {name!r}: types[{column!r}]={kind!r} not in {KINDS}")
+        self.tables[name] = Table(name, data, primary_key, individual_level, dict(types or {}))
+        return self
+
+    def add_link(
+        self,
+        parent: str,
+        parent_key: str,
+        child: str,
+        foreign_key: str,
+        method: str = "linear_sum_assignment",
+        drop_orphans: bool = False,
+    ) -> Database:
+        """Declare ``child[foreign_key] -> parent[parent_key]`` and how to relink avatars.
+
+        ``method``: "linear_sum_assignment" (default), "minimum_distance" or
+        "original_order" (keeps each child with its own individual's avatar: sensitive).
+        ``drop_orphans=True`` drops child rows whose key has no parent instead of failing.
+        """
+        for table in (parent, child):
+            if table not in self.tables:
+                raise AvatarError(f"link {parent}->{child}: unknown table {table!r}; add it first")
+        if method not in LINK_METHODS:
+            raise AvatarError(f"link {parent}->{child}: method={method!r} not in {LINK_METHODS}")
+        if parent_key != self.tables[parent].primary_key:
+            raise AvatarError(
+                f"link {parent}->{child}: {parent_key!r} is not the primary key of {parent!r} "
+                f"({self.tables[parent].primary_key!r})"
+            )
+        if foreign_key not in self.tables[child].data.columns:
+            raise AvatarError(f"link {parent}->{child}: {child!r} has no column {foreign_key!r}")
+        if foreign_key == self.tables[child].primary_key:
+            raise AvatarError(
+                f"link {parent}->{child}: {foreign_key!r} is the primary key of {child!r}; a "
+                "primary key cannot also be a foreign key"
+            )
+        if any(link.child == child and link.parent == parent for link in self.links):
+            raise AvatarError(
+                f"table {child!r} already refers to {parent!r}; referencing the same parent "
+                "twice from one child is not supported"
+            )
+        if any(link.child == child and link.foreign_key == foreign_key for link in self.links):
+            raise AvatarError(f"{child}.{foreign_key} is already a foreign key of another link")
+        if method == "original_order":
+            warnings.warn(
+                f"link {parent}->{child} uses method='original_order': each avatar child keeps "
+                "its original individual's avatar as parent, which preserves exact "
+                "cardinalities but is the weakest for privacy",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.links.append(Link(parent, parent_key, child, foreign_key, method, drop_orphans))
+        return self
+
+    # ----------------------------------------------------------------- structure
+    def parents_of(self, table: str) -> list[Link]:
+        return [link for link in self.links if link.child == table]
+
+    def children_of(self, table: str) -> list[Link]:
+        return [link for link in self.links if link.parent == table]
+
+    def is_individual_level(self, table: str) -> bool:
+        declared = self.tables[table].individual_level
+        return not self.parents_of(table) if declared is None else bool(declared)
+
+    def foreign_keys(self, table: str) -> list[str]:
+        return [link.foreign_key for link in self.parents_of(table)]
+
+    def variables(self, table: str) -> list[Any]:
+        """Columns that are neither the primary key nor a foreign key."""
+        keys = {self.tables[table].primary_key, *self.foreign_keys(table)}
+        return [c for c in self.tables[table].data.columns if c not in keys]
+
+    def topological_order(self) -> list[str]:
+        """Tables with parents after their parents (declaration order among equals)."""
+        remaining = list(self.tables)
+        order: list[str] = []
+        while remaining:
+            ready = [t for t in remaining if all(p.parent in order for p in self.parents_of(t))]
+            if not ready:
+                raise AvatarError(
+                    f"the links form a cycle among tables {remaining}; a database must be a "
+                    "directed acyclic graph of parent -> child links"
+                )
+            order.extend(ready)
+            remaining = [t for t in remaining if t not in ready]
+        return order
+
+    # ---------------------------------------------------------------- validation
+    def validate(self) -> dict[str, pd.DataFrame]:
+        """Check everything; return the tables to use (orphans dropped where asked)."""
+        if not self.tables:
+            raise AvatarError("the database has no table; call add_table first")
+        self.topological_order()
+        data = {}
+        for name, table in self.tables.items():
+            if table.data.empty:
+                raise AvatarError(f"table {name!r} is empty")
+            key = table.data[table.primary_key]
+            if key.isna().any():
+                raise AvatarError(
+                    f"table {name!r}: primary key {table.primary_key!r} has "
+                    f"{int(key.isna().sum())} missing value(s)"
+                )
+            duplicated = key[key.duplicated()].unique()
+            if len(duplicated):
+                raise AvatarError(
+                    f"table {name!r}: primary key {table.primary_key!r} is not unique "
+                    f"({len(duplicated)} repeated value(s), e.g. {list(duplicated[:_EXAMPLES])})"
+                )
+            data[name] = table.data
+        for name in self.topological_order():
+            for link in self.parents_of(name):
+                data[name] = self._check_orphans(link, data[name], data[link.parent])
+        return data
+
+    def _check_orphans(self, link: Link, child: pd.DataFrame, parent: pd.DataFrame) -> pd.DataFrame:
+        keys = child[link.foreign_key]
+        orphan = ~keys.isin(parent[link.parent_key]).to_numpy() | keys.isna().to_numpy()
+        if not orphan.any():
+            return child
+        examples = list(pd.unique(keys[orphan])[:_EXAMPLES])
+        message = (
+            f"{int(orphan.sum())} row(s) of {link.child!r} have a {link.foreign_key!r} absent "
+            f"from {link.parent}.{link.parent_key} (e.g. {examples})"
+        )
+        if not link.drop_orphans:
+            raise AvatarError(
+                message + "; fix the data, or pass drop_orphans=True to add_link to drop them"
+            )
+        warnings.warn(message + "; dropped (drop_orphans=True)", UserWarning, stacklevel=3)
+        return child.loc[~orphan]
+
+
+def parent_rows(
+    child: pd.DataFrame, foreign_key: str, parent: pd.DataFrame, key: str
+) -> np.ndarray:
+    """For every child row, the position of its parent row (keys validated beforehand)."""
+    return pd.Index(parent[key]).get_indexer(child[foreign_key])

@@ -1,0 +1,289 @@
+"""Avatarizing a relational database, link by link, top-down (multitable.md section 2).
+
+For every table in topological order:
+
+1. enrich it: its variables, plus the variables of each parent broadcast through the foreign
+   key (named ``"<parent>.<column>"``), plus, for each child link using
+   ``linear_sum_assignment``, the number of children of each row (zeros included);
+2. avatarize the enriched table as one table (keys are not variables);
+3. for each parent link, give every avatar row an avatar parent: ``minimum_distance`` (nearest
+   parent avatar in a FAMD space of the parent's variables, fitted on the avatar parents),
+   ``linear_sum_assignment`` (parents repeated by their avatarized, sum-preserving rounded
+   children counts, then the minimum-cost assignment in that space; blocked above
+   ``assignment_block_size``) or ``original_order`` (the avatar of child i goes to the avatar of
+   child i's original parent);
+4. drop the enrichment, write fresh primary keys (never an original value) and the chosen
+   parent's new key in each foreign key; children of this table link to these new keys.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .assignment import (
+    DEFAULT_BLOCK_SIZE,
+    assign_linear_sum,
+    assign_minimum_distance,
+    round_preserving_sum,
+)
+from .avatarize import AvatarizationResult, avatarize, seed_sequence
+from .backend import Backend, resolve_backend
+from .database import Database, Link, parent_rows
+from .encoding import CONTINUOUS, fresh_identifiers
+from .errors import AvatarError
+from .privacy import metric_coordinates
+from .synthesis import shuffle_order
+
+logger = logging.getLogger("gpu_avatar")
+
+
+def broadcast_name(parent: str, column: Any) -> str:
+    return f"{parent}.{column}"
+
+
+def count_name(link: Link) -> str:
+    return f"number of {link.child} rows (by {link.foreign_key})"
+
+
+@dataclass
+class LinkReport:
+    """How one link was rebuilt and how faithful it is."""
+
+    parent: str
+    child: str
+    foreign_key: str
+    method: str
+    cardinality_similarity: float  # 1 - KS statistic of children per parent, zeros included
+    referential_integrity: float  # % of avatar foreign keys that exist among avatar parents
+    total_cost: float | None = None
+    n_blocks: int = 1
+    cost_ratio_to_exact: float | None = None
+
+
+@dataclass
+class DatabaseAvatarizationResult:
+    """Avatar tables of a database, with what the metrics need.
+
+    ``tables`` is the release (rows shuffled, fresh keys); ``sensitive_unshuffled_tables`` keep
+    row i = avatar of original row i, for metrics only.
+    """
+
+    tables: dict[str, pd.DataFrame]
+    sensitive_unshuffled_tables: dict[str, pd.DataFrame]
+    originals: dict[str, pd.DataFrame] = field(repr=False)
+    database: Database = field(repr=False)
+    links: list[LinkReport]
+    table_results: dict[str, AvatarizationResult] = field(repr=False)
+    original_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
+    avatar_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def privacy_metrics(self, **options: Any):
+        """Privacy per (table, scenario, reference table); see ``multitable_metrics``."""
+        from .multitable_metrics import database_privacy_metrics
+
+        return database_privacy_metrics(self, **options)
+
+    def signal_metrics(self, **options: Any):
+        """Signal per (table, scenario, reference table); see ``multitable_metrics``."""
+        from .multitable_metrics import database_signal_metrics
+
+        return database_signal_metrics(self, **options)
+
+    def metrics_summary(self, privacy=None) -> pd.DataFrame:
+        """Rows: individual-level tables; columns: tables; cells: the worst scenario."""
+        from .multitable_metrics import metrics_summary
+
+        return metrics_summary(self, privacy)
+
+
+def _per_table(value: Any, name: str, tables: list[str], argument: str) -> Any:
+    if isinstance(value, Mapping):
+        unknown = [t for t in value if t not in tables]
+        if unknown:
+            raise AvatarError(f"{argument} names unknown table(s) {unknown}; tables: {tables}")
+        if name not in value:
+            raise AvatarError(f"{argument} has no value for table {name!r}")
+        return value[name]
+    return value
+
+
+def enriched_table(
+    db: Database,
+    name: str,
+    data: Mapping[str, pd.DataFrame],
+    parent_positions: Mapping[tuple[str, str], np.ndarray],
+) -> tuple[pd.DataFrame, dict[Any, str]]:
+    """The table to avatarize for ``name`` and its column types (see the module docstring)."""
+    table = data[name]
+    variables = db.variables(name)
+    if not variables:
+        raise AvatarError(f"table {name!r} has no variable besides its keys; nothing to avatarize")
+    frame = table[variables].reset_index(drop=True)
+    types = {c: k for c, k in db.tables[name].types.items() if c in variables}
+    parts = [frame]
+    for link in db.parents_of(name):
+        parent = data[link.parent]
+        parent_variables = db.variables(link.parent)
+        rows = parent_positions[(link.child, link.foreign_key)]
+        broadcast = parent[parent_variables].iloc[rows].reset_index(drop=True)
+        broadcast.columns = [broadcast_name(link.parent, c) for c in parent_variables]
+        parts.append(broadcast)
+        types.update(
+            {
+                broadcast_name(link.parent, c): k
+                for c, k in db.tables[link.parent].types.items()
+                if c in parent_variables
+            }
+        )
+    for link in db.children_of(name):
+        if link.method == "linear_sum_assignment":
+            rows = parent_positions[(link.child, link.foreign_key)]
+            counts = np.bincount(rows, minlength=len(table)).astype(np.float64)
+            parts.append(pd.DataFrame({count_name(link): counts}))
+            types[count_name(link)] = CONTINUOUS
+    return pd.concat(parts, axis=1), types
+
+
+def _shared_coordinates(
+    db: Database,
+    link: Link,
+    parent_avatars: pd.DataFrame,
+    child_avatars: pd.DataFrame,
+    backend: Backend,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Avatar parents and avatar children in one FAMD space of the parent's variables."""
+    variables = db.variables(link.parent)
+    children = child_avatars[[broadcast_name(link.parent, c) for c in variables]]
+    children.columns = variables
+    types = {c: k for c, k in db.tables[link.parent].types.items() if c in variables}
+    parents, (kids,), _ = metric_coordinates(
+        parent_avatars[variables], [children], 10**9, types, "median", backend
+    )
+    return backend.to_numpy(parents), backend.to_numpy(kids)
+
+
+def cardinality_similarity(original_rows, n_original, avatar_rows, n_avatar) -> float:
+    """1 - Kolmogorov-Smirnov statistic between children-per-parent distributions."""
+    from scipy.stats import ks_2samp
+
+    original = np.bincount(original_rows, minlength=n_original)
+    avatar = np.bincount(avatar_rows, minlength=n_avatar)
+    return float(1.0 - ks_2samp(original, avatar).statistic)
+
+
+def avatarize_database(
+    db: Database,
+    k: int | Mapping[str, int] = 20,
+    ncp: int | Mapping[str, int] = 5,
+    seed: int | None = None,
+    backend: str | Backend = "auto",
+    categorical: str = "draw",
+    imputation: str = "median",
+    assignment_block_size: int = DEFAULT_BLOCK_SIZE,
+) -> DatabaseAvatarizationResult:
+    """Avatarize every table of ``db`` and relink them; ``k`` and ``ncp`` may be per table."""
+    if not isinstance(db, Database):
+        raise AvatarError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
+    data = {name: frame.reset_index(drop=True) for name, frame in db.validate().items()}
+    order = db.topological_order()
+    backend = resolve_backend(backend)
+    sequence = seed_sequence(seed)
+    positions = {
+        (link.child, link.foreign_key): parent_rows(
+            data[link.child], link.foreign_key, data[link.parent], link.parent_key
+        )
+        for link in db.links
+    }
+    results: dict[str, AvatarizationResult] = {}
+    new_keys: dict[str, np.ndarray] = {}
+    avatar_positions: dict[tuple[str, str], np.ndarray] = {}
+    reports: list[LinkReport] = []
+    unshuffled: dict[str, pd.DataFrame] = {}
+    released: dict[str, pd.DataFrame] = {}
+    for index, name in enumerate(order):
+        table = data[name]
+        n = len(table)
+        enriched, types = enriched_table(db, name, data, positions)
+        table_k = _per_table(k, name, order, "k")
+        if not isinstance(table_k, (int, np.integer)) or not 2 <= table_k < n:
+            raise AvatarError(
+                f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}; give "
+                "k per table as a dict, e.g. k={" + repr(name) + ": 5, ...}"
+            )
+        table_sequence = np.random.SeedSequence(sequence.entropy, spawn_key=(index,))
+        logger.info("avatarizing table %s (%d rows)", name, n)
+        result = avatarize(
+            enriched,
+            k=table_k,
+            ncp=_per_table(ncp, name, order, "ncp"),
+            seed=table_sequence,
+            categorical=categorical,
+            types=types,
+            imputation=imputation,
+            backend=backend,
+        )
+        results[name] = result
+        avatars = result.sensitive_unshuffled_avatars
+        for link in db.parents_of(name):
+            key = (link.child, link.foreign_key)
+            parent_avatars = results[link.parent].sensitive_unshuffled_avatars
+            report = LinkReport(link.parent, name, link.foreign_key, link.method, 0.0, 0.0)
+            if link.method == "original_order":
+                avatar_positions[key] = positions[key]
+            else:
+                parents, children = _shared_coordinates(db, link, parent_avatars, avatars, backend)
+                if link.method == "minimum_distance":
+                    assignment = assign_minimum_distance(children, parents)
+                else:
+                    counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), n)
+                    assignment = assign_linear_sum(
+                        children, parents, counts, block_size=assignment_block_size
+                    )
+                avatar_positions[key] = assignment.parent
+                report.total_cost = assignment.total_cost
+                report.n_blocks = assignment.n_blocks
+                report.cost_ratio_to_exact = assignment.cost_ratio_to_exact
+            report.cardinality_similarity = cardinality_similarity(
+                positions[key], len(data[link.parent]), avatar_positions[key], len(parent_avatars)
+            )
+            reports.append(report)
+
+        release_order = shuffle_order(n, table_sequence)
+        keys = np.empty(n, dtype=object)
+        keys[release_order] = fresh_identifiers(table[db.tables[name].primary_key], n)
+        new_keys[name] = keys
+        output = {}
+        for column in table.columns:
+            if column == db.tables[name].primary_key:
+                values = pd.Series(keys)
+            elif column in db.foreign_keys(name):
+                link = next(lk for lk in db.parents_of(name) if lk.foreign_key == column)
+                values = pd.Series(new_keys[link.parent][avatar_positions[(name, column)]])
+            else:
+                values = avatars[column].reset_index(drop=True)
+            output[column] = values.astype(table[column].dtype)
+        unshuffled[name] = pd.DataFrame(output, columns=table.columns)
+        released[name] = unshuffled[name].iloc[release_order].reset_index(drop=True)
+
+    for report in reports:
+        link_child = released[report.child][report.foreign_key]
+        parent_keys = released[report.parent][db.tables[report.parent].primary_key]
+        report.referential_integrity = 100.0 * float(link_child.isin(parent_keys).mean())
+    return DatabaseAvatarizationResult(
+        tables=released,
+        sensitive_unshuffled_tables=unshuffled,
+        originals=data,
+        database=db,
+        links=reports,
+        table_results=results,
+        original_parent_rows=positions,
+        avatar_parent_rows=avatar_positions,
+        parameters=dict(k=k, ncp=ncp, seed=int(sequence.entropy), backend=backend.name),
+    )
