@@ -124,7 +124,7 @@ def assign_linear_sum(
         solved = [_solve_block(*task) for task in tasks]
     parent = np.empty(len(children), dtype=np.int64)
     total = 0.0
-    for (slots, block_children), (slot_of_child, cost) in zip(blocks, solved):
+    for (slots, block_children), (slot_of_child, cost) in zip(blocks, solved, strict=True):
         parent[block_children] = slot_parent[slots[slot_of_child]]
         total += cost
     ratio = None

@@ -167,8 +167,13 @@ class TableEncoder:
             spec.tz = getattr(spec.dtype, "tz", None)
         else:
             spec.is_integer = pd.api.types.is_integer_dtype(spec.dtype)
-        values = self._continuous_values(spec, series)
+        values = self.continuous_values(spec, series)
         observed = values[~missing]
+        if not np.isfinite(observed).all():
+            raise AvatarError(
+                f"column {spec.name!r} holds infinite values; replace them (by NaN to treat "
+                "them as missing, or by a finite value) before avatarizing"
+            )
         spec.fill_value = float(
             np.mean(observed) if self.imputation == "mean" else np.median(observed)
         )
@@ -179,14 +184,14 @@ class TableEncoder:
             spec.modalities = spec.dtype.categories[used[used >= 0]]
         else:
             _codes, spec.modalities = pd.factorize(series, sort=True)
-        codes = self._categorical_codes(spec, series)
+        codes = self.categorical_codes(spec, series)
         spec.fill_value = _mode_code(codes, len(spec.modalities))
 
     def _fit_knn_imputer(self, df: pd.DataFrame) -> None:
         from sklearn.impute import KNNImputer
 
         raw = np.column_stack(
-            [self._continuous_values(self.specs_[c], df[c]) for c in self.continuous_columns_]
+            [self.continuous_values(self.specs_[c], df[c]) for c in self.continuous_columns_]
         )
         self._knn_scale = (np.nanmean(raw, axis=0), np.nanstd(raw, axis=0) + 1e-300)
         self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - self._knn_scale[0]) / self._knn_scale[1])
@@ -234,7 +239,7 @@ class TableEncoder:
 
     # --------------------------------------------------------- transform
     @staticmethod
-    def _continuous_values(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
+    def continuous_values(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
         if spec.datetime_unit is not None:
             ticks = series.array.asi8.astype(np.float64)
             ticks[series.isna().to_numpy()] = np.nan
@@ -242,7 +247,7 @@ class TableEncoder:
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
     @staticmethod
-    def _categorical_codes(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
+    def categorical_codes(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
         if isinstance(series.dtype, pd.CategoricalDtype):
             mapping = spec.modalities.get_indexer(series.dtype.categories)
             raw = series.cat.codes.to_numpy()
@@ -259,7 +264,7 @@ class TableEncoder:
         n = len(df)
         continuous = np.empty((n, len(self.continuous_columns_)), dtype=np.float64)
         for j, name in enumerate(self.continuous_columns_):
-            continuous[:, j] = self._continuous_values(self.specs_[name], df[name])
+            continuous[:, j] = self.continuous_values(self.specs_[name], df[name])
         continuous_missing = np.isnan(continuous)
         if continuous_missing.any():
             if self.imputation == "knn":
@@ -274,7 +279,7 @@ class TableEncoder:
         codes = np.empty((n, len(categorical_columns) + len(indicators)), dtype=np.int64)
         for j, name in enumerate(categorical_columns):
             series = df[name]
-            column = self._categorical_codes(self.specs_[name], series)
+            column = self.categorical_codes(self.specs_[name], series)
             column[series.isna().to_numpy()] = self.specs_[name].fill_value
             codes[:, j] = column
         for j, name in enumerate(indicators, start=len(categorical_columns)):
@@ -345,9 +350,9 @@ def _decode_categorical(spec: ColumnSpec, codes: np.ndarray, mask: np.ndarray | 
     values = spec.modalities.to_numpy()[codes]
     if mask is None or not mask.any():
         return pd.Series(values).astype(spec.dtype)
-    series = pd.Series(values.astype(object))
-    series[mask] = spec.missing_value
-    return series.astype(spec.dtype)
+    values = values.astype(object)
+    values[mask] = spec.missing_value  # in numpy: pandas would turn a None into NaN
+    return pd.Series(values, dtype=object).astype(spec.dtype)
 
 
 def fresh_identifiers(original: pd.Series, n: int) -> np.ndarray:

@@ -82,14 +82,18 @@ class Projection:
         order = np.argsort(eigenvalues)[::-1]
         eigenvalues, eigenvectors = eigenvalues[order], eigenvectors[:, order]
         keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
-        eigenvalues, eigenvectors = eigenvalues[keep], eigenvectors[:, keep]
+        keep[0] = True  # a table where nothing varies still gets one (null) axis
+        eigenvalues, eigenvectors = np.maximum(eigenvalues[keep], 0.0), eigenvectors[:, keep]
         largest = np.abs(eigenvectors).argmax(axis=0)
         eigenvectors *= np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
         components = eigenvectors.T
         if self.kind != MCA_KIND:
             components = components / np.sqrt(weights)
         self.eigenvalues_ = eigenvalues
-        self.explained_variance_ratio_ = eigenvalues / eigenvalues.sum()
+        total = eigenvalues.sum()
+        self.explained_variance_ratio_ = (
+            eigenvalues / total if total > 0 else np.zeros_like(eigenvalues)
+        )
         self.components_ = self.backend.asarray(components)
         return self
 
