@@ -1,14 +1,16 @@
 """gpu_avatar: anonymisation by the Avatar method, on the GPU when there is one.
 
-    import gpu_avatar as ga
-    result = ga.avatarize(df, k=20, ncp=5, seed=0)
-    result.avatars                       # the release
-    result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
+import gpu_avatar as ga
+result = ga.avatarize(df, k=20, ncp=5, seed=0)
+result.avatars                       # the release
+result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
 from .avatarize import AvatarizationResult, avatarize
 from .backend import Backend, resolve_backend
+from .database import Database
 from .errors import AvatarError, BackendUnavailableError
+from .multitable import DatabaseAvatarizationResult, avatarize_database
 from .privacy import PrivacyMetrics, privacy_metrics
 from .projection import FAMD, MCA, PCA
 from .signal import SignalMetrics, signal_metrics
@@ -20,12 +22,15 @@ __all__ = [
     "AvatarizationResult",
     "Backend",
     "BackendUnavailableError",
+    "Database",
+    "DatabaseAvatarizationResult",
     "FAMD",
     "MCA",
     "PCA",
     "PrivacyMetrics",
     "SignalMetrics",
     "avatarize",
+    "avatarize_database",
     "privacy_metrics",
     "signal_metrics",
     "resolve_backend",
