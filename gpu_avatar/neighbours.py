@@ -1,96 +1,161 @@
 """Exact k nearest neighbours of every point among the OTHER points.
 
-Contract (every engine): Euclidean distance computed as ``sqrt(sum_d (x_d - y_d)^2)`` in
-float64; the point itself excluded by index (its duplicates are not excluded); neighbours
-ordered by (distance, index), so ties go to the lower row index. No approximate index.
+Contract (every engine): squared Euclidean distances computed by ``distances.py`` (float64,
+one fixed arithmetic); the point itself excluded by index (its duplicates are not excluded);
+neighbours ordered by (distance, index), so ties go to the lower row index. No approximate
+index: a fast index only proposes candidates, which are then verified exactly.
 
 Engines:
-- ``"kdtree"`` (CPU): scipy's cKDTree on all cores asks for k + 2 candidates, the distances are
-  recomputed with the arithmetic above, and rows whose k-th and (k+1)-th distances are tied (or
-  within 1e-9 relative, where the tree's own rounding could differ) are resolved exactly from a
-  ball query.
-- ``"brute"`` (any backend, the GPU path): tiles of queries against tiles of points, running
-  top-k; memory bounded by the tile sizes.
+- ``"brute"``: every pair, tile by tile with a running top-k (any backend); on the GPU a fused
+  CUDA kernel (``kernels.py``) when k <= 64.
+- ``"kdtree"``: scipy's cKDTree on the CPU, ``cupyx.scipy.spatial.KDTree`` on the GPU.
+- ``"faiss"``, ``"cuml"``: FAISS (flat L2 index, on the GPU when FAISS has GPU support) and
+  cuML's brute-force search, used when importable.
+
+Index engines ask for k + 2 candidates per point, recompute their distances exactly, and keep
+the first k by (distance, index). The result is certain when the k-th exact distance is below
+the index's distance to its farthest candidate by more than the index's own rounding error
+(every point not proposed is at least that far); the other rows are recomputed exactly: from
+a ball query around the k-th distance on the CPU, by brute force over all points on the GPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import kernels
 from .backend import CPU, Backend
+from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
-ENGINES = ("auto", "kdtree", "brute")
-_TIE_BAND = 1e-9
+ENGINES = ("auto", "brute", "kdtree", "faiss", "cuml")
+GPU_BRUTE_MAX_ROWS = 200_000  # "auto" on the GPU: brute kernel up to here, k-d tree above
+_TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
+_FLOAT32_RELATIVE_ERROR = 1e-5  # float32 expanded-form indexes (FAISS), generous
 _ROW_CHUNK = 1 << 16
 
 
-def nearest_neighbours(
-    points, k: int, backend: Backend = CPU, engine: str = "auto"
-) -> tuple[object, object]:
-    """Indices (n, k) int64 and distances (n, k) float64 of each point's k nearest others."""
+def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "auto"):
+    """Indices (n, k) int64 and distances (n, k) float64 of each point's k nearest others,
+    as backend arrays."""
     n = points.shape[0]
     if not 1 <= k < n:
         raise AvatarError(f"k must satisfy 1 <= k < n = {n}, got k = {k}")
     if engine not in ENGINES:
         raise AvatarError(f"engine={engine!r} is not one of {ENGINES}")
+    xp = backend.xp
+    points = backend.asarray(points, dtype=np.float64)
     if engine == "auto":
-        engine = "brute" if backend.is_gpu else "kdtree"
-    if engine == "kdtree":
+        engine = "kdtree" if not backend.is_gpu or n > GPU_BRUTE_MAX_ROWS else "brute"
+    if engine == "brute":
+        indices, squared = _brute(points, k, backend)
+        return indices, xp.sqrt(squared)
+    candidates, far_squared, margin = _PROPOSERS[engine](points, min(k + 2, n), backend)
+    indices, squared, uncertain = _verify(points, candidates, far_squared, margin, k, backend)
+    if uncertain.size:
         if backend.is_gpu:
-            raise AvatarError("engine='kdtree' runs on the CPU only; use engine='brute' on the GPU")
-        return _kdtree_neighbours(np.ascontiguousarray(points, dtype=np.float64), k)
-    return _brute_neighbours(backend.asarray(points, dtype=np.float64), k, backend)
+            indices[uncertain], squared[uncertain] = _brute(points, k, backend, rows=uncertain)
+        else:
+            _resolve_by_ball(points, uncertain, k, indices, squared)
+    return indices, xp.sqrt(squared)
 
 
-def _squared_distances(queries, candidates):
-    """Exact squared distances between row-aligned queries (b, d) and candidates (b, q, d)."""
-    return ((candidates - queries[:, None, :]) ** 2).sum(axis=-1)
+# ------------------------------------------------------------------ candidate proposers
+def _kdtree_candidates(points, q: int, backend: Backend):
+    if backend.is_gpu:
+        from cupyx.scipy.spatial import KDTree
+
+        distances, candidates = KDTree(points).query(points, k=q)
+    else:
+        from scipy.spatial import cKDTree
+
+        distances, candidates = cKDTree(points).query(points, k=q, workers=-1)
+        distances, candidates = np.asarray(distances), np.asarray(candidates)
+    far = distances[:, -1] ** 2
+    return candidates.astype(np.int64), far, _TREE_RELATIVE_ERROR * far
 
 
-def _kdtree_neighbours(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.spatial import cKDTree
+def _faiss_candidates(points, q: int, backend: Backend):
+    import faiss
 
+    host = np.ascontiguousarray(backend.to_numpy(points), dtype=np.float32)
+    index = faiss.IndexFlatL2(host.shape[1])
+    if backend.is_gpu and hasattr(faiss, "index_cpu_to_all_gpus"):
+        index = faiss.index_cpu_to_all_gpus(index)
+    index.add(host)
+    far_squared, candidates = index.search(host, q)
+    norms = (host.astype(np.float64) ** 2).sum(axis=1)
+    far = far_squared[:, -1].astype(np.float64)
+    margin = _FLOAT32_RELATIVE_ERROR * (norms + norms.max() + far)
+    return tuple(backend.asarray(a) for a in (candidates.astype(np.int64), far, margin))
+
+
+def _cuml_candidates(points, q: int, backend: Backend):
+    from cuml.neighbors import NearestNeighbors
+
+    xp = backend.xp
+    model = NearestNeighbors(n_neighbors=q, algorithm="brute", metric="euclidean")
+    distances, candidates = model.fit(points).kneighbors(points)
+    distances, candidates = xp.asarray(distances, dtype=xp.float64), xp.asarray(candidates)
+    norms = (points**2).sum(axis=1)
+    far = distances[:, -1] ** 2
+    margin = _TREE_RELATIVE_ERROR * (norms + norms.max() + far)
+    return candidates.astype(xp.int64), far, margin
+
+
+_PROPOSERS = {"kdtree": _kdtree_candidates, "faiss": _faiss_candidates, "cuml": _cuml_candidates}
+
+
+# ------------------------------------------------------------------- exact verification
+def _sort_by_distance_then_index(squared, candidates, xp):
+    """Order each row by (squared distance, index): two stable sorts make a lexicographic one."""
+    by_index = xp.argsort(candidates, axis=1, kind="stable")
+    squared = xp.take_along_axis(squared, by_index, axis=1)
+    candidates = xp.take_along_axis(candidates, by_index, axis=1)
+    by_distance = xp.argsort(squared, axis=1, kind="stable")
+    return xp.take_along_axis(squared, by_distance, axis=1), xp.take_along_axis(
+        candidates, by_distance, axis=1
+    )
+
+
+def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
+    """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
+    xp = backend.xp
     n = points.shape[0]
-    tree = cKDTree(points)
-    n_candidates = min(k + 2, n)
-    indices = np.empty((n, k), dtype=np.int64)
-    squared = np.empty((n, k), dtype=np.float64)
-    boundary_rows = []
+    indices = xp.empty((n, k), dtype=xp.int64)
+    squared = xp.empty((n, k), dtype=xp.float64)
+    uncertain = []
+    exhaustive = candidates.shape[1] >= n  # every point was proposed: nothing can be missing
     for start in range(0, n, _ROW_CHUNK):
         stop = min(start + _ROW_CHUNK, n)
-        _, candidates = tree.query(points[start:stop], k=n_candidates, workers=-1)
-        candidates = candidates.astype(np.int64)
-        d2 = _squared_distances(points[start:stop], points[candidates])
-        own = np.arange(start, stop)[:, None]
-        d2[candidates == own] = np.inf
-        order = np.lexsort((candidates, d2), axis=1)
-        candidates = np.take_along_axis(candidates, order, axis=1)
-        d2 = np.take_along_axis(d2, order, axis=1)
-        indices[start:stop] = candidates[:, :k]
+        block = candidates[start:stop]
+        d2 = rowwise_squared(points[start:stop], points[block], xp)
+        d2 = xp.where(block == xp.arange(start, stop)[:, None], xp.inf, d2)
+        d2, block = _sort_by_distance_then_index(d2, block, xp)
+        indices[start:stop] = block[:, :k]
         squared[start:stop] = d2[:, :k]
-        if n_candidates > k + 1:
-            # The (k+1)-th other point decides whether the k-th is certain.
-            tied = d2[:, k] <= d2[:, k - 1] * (1 + _TIE_BAND)
-            boundary_rows.append(np.flatnonzero(tied) + start)
-    rows = np.concatenate(boundary_rows) if boundary_rows else np.zeros(0, dtype=np.int64)
-    if rows.size:
-        _resolve_ties(tree, points, rows, k, indices, squared)
-    return indices, np.sqrt(squared)
+        if not exhaustive:
+            bound = far_squared[start:stop] - margin[start:stop]
+            uncertain.append(xp.nonzero(d2[:, k - 1] >= bound)[0] + start)
+    rows = xp.concatenate(uncertain) if uncertain else xp.zeros(0, dtype=xp.int64)
+    return indices, squared, rows
 
 
-def _resolve_ties(tree, points, rows, k, indices, squared) -> None:
-    """Recompute the k nearest of ``rows`` from every point within their k-th distance."""
+def _resolve_by_ball(points: np.ndarray, rows: np.ndarray, k: int, indices, squared) -> None:
+    """CPU: recompute the k nearest of ``rows`` from every point within their k-th distance."""
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(points)
     for start in range(0, rows.size, _ROW_CHUNK):
         chunk = rows[start : start + _ROW_CHUNK]
-        radius = np.sqrt(squared[chunk, k - 1]) * (1 + _TIE_BAND) + np.finfo(float).tiny
+        radius = np.sqrt(squared[chunk, k - 1]) * (1 + _TREE_RELATIVE_ERROR) + np.finfo(float).tiny
         found = tree.query_ball_point(points[chunk], radius, workers=-1)
         counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
         owner = np.repeat(chunk, counts)
         candidate = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
         keep = candidate != owner
         owner, candidate = owner[keep], candidate[keep]
-        d2 = ((points[candidate] - points[owner]) ** 2).sum(axis=1)
+        d2 = rowwise_squared(points[owner], points[candidate], np)
         order = np.lexsort((candidate, d2, owner))
         owner, candidate, d2 = owner[order], candidate[order], d2[order]
         first = np.searchsorted(owner, chunk)
@@ -99,25 +164,28 @@ def _resolve_ties(tree, points, rows, k, indices, squared) -> None:
         squared[chunk] = d2[take]
 
 
-def _brute_neighbours(points, k: int, backend: Backend):
-    """Tiled exhaustive search with a running top-k (stable on (distance, index))."""
+# ------------------------------------------------------------------------ brute force
+def _brute(points, k: int, backend: Backend, rows=None):
+    """Exhaustive top-k of ``rows`` (default: all points): fused kernel on the GPU, else tiles."""
     xp = backend.xp
     n, dim = points.shape
+    if backend.is_gpu and rows is None and kernels.supports(dim, k):
+        return kernels.knn(xp, points, k)
+    rows = xp.arange(n) if rows is None else rows
     query_tile = 1024
-    ref_tile = max(k, min(n, (1 << 25) // (query_tile * max(dim, 1))))
-    indices = xp.empty((n, k), dtype=xp.int64)
-    squared = xp.empty((n, k), dtype=xp.float64)
-    for q0 in range(0, n, query_tile):
-        q1 = min(q0 + query_tile, n)
-        queries = points[q0:q1]
-        best_d2 = xp.full((q1 - q0, 0), xp.inf)
-        best_idx = xp.zeros((q1 - q0, 0), dtype=xp.int64)
-        own = xp.arange(q0, q1)[:, None]
+    ref_tile = _reference_tile(backend, query_tile, dim, k, n)
+    indices = xp.empty((rows.shape[0], k), dtype=xp.int64)
+    squared = xp.empty((rows.shape[0], k), dtype=xp.float64)
+    for q0 in range(0, rows.shape[0], query_tile):
+        query_rows = rows[q0 : q0 + query_tile]
+        queries = points[query_rows]
+        best_d2 = xp.full((query_rows.shape[0], 0), xp.inf)
+        best_idx = xp.zeros((query_rows.shape[0], 0), dtype=xp.int64)
         for r0 in range(0, n, ref_tile):
             r1 = min(r0 + ref_tile, n)
-            d2 = ((points[None, r0:r1, :] - queries[:, None, :]) ** 2).sum(axis=-1)
+            d2 = pairwise_squared(queries, points[r0:r1], xp)
             idx = xp.broadcast_to(xp.arange(r0, r1)[None, :], d2.shape)
-            d2 = xp.where(idx == own, xp.inf, d2)
+            d2 = xp.where(idx == query_rows[:, None], xp.inf, d2)
             # Running best first (all lower indices, sorted by (d, idx)), then the tile in
             # index order: a stable sort on distance alone keeps ties by index.
             all_d2 = xp.concatenate([best_d2, d2], axis=1)
@@ -125,6 +193,13 @@ def _brute_neighbours(points, k: int, backend: Backend):
             order = xp.argsort(all_d2, axis=1, kind="stable")[:, :k]
             best_d2 = xp.take_along_axis(all_d2, order, axis=1)
             best_idx = xp.take_along_axis(all_idx, order, axis=1)
-        indices[q0:q1] = best_idx
-        squared[q0:q1] = best_d2
-    return indices, xp.sqrt(squared)
+        indices[q0 : q0 + query_tile] = best_idx
+        squared[q0 : q0 + query_tile] = best_d2
+    return indices, squared
+
+
+def _reference_tile(backend: Backend, query_tile: int, dim: int, k: int, n: int) -> int:
+    """Reference rows per tile: a few (query_tile x tile) float64 temporaries in memory."""
+    free = backend.free_memory_bytes()
+    budget = (1 << 28) if free is None else max(1 << 28, free // 8)
+    return int(max(k, min(n, budget // (8 * query_tile * (dim + 4)))))

@@ -17,10 +17,11 @@ with exactly the arithmetic of every other pair and is excluded by index, never 
 subtracting one from a count.
 
 Engines: ``"brute"`` (tiles of X against tiles of Y, memory bounded by the tile, written
-against ``xp`` so cupy runs it unchanged) and ``"kdtree"`` (CPU, large n: counts within a
-per-row radius from scipy's cKDTree, taken at ``d_own * (1 -/+ 1e-9)``; a row with anything
-besides its own avatar inside that band is re-checked exactly from the candidates' exact
-distances). Both give identical results.
+against ``xp`` so cupy runs it unchanged; on the GPU the fused kernels of ``kernels.py``) and
+``"kdtree"`` (large n: counts within a per-row radius from a k-d tree, scipy's cKDTree or
+``cupyx.scipy.spatial.KDTree``, taken at ``d_own * (1 -/+ 1e-9)``; a row with anything besides
+its own avatar inside that band is re-checked exactly, from the ball's members on the CPU and
+against every avatar on the GPU). All give identical results.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels
 from .backend import CPU, Backend
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
 ENGINES = ("auto", "brute", "kdtree")
 BRUTE_MAX_PAIRS_ON_CPU = 4 * 10**8
+GPU_BRUTE_MAX_ROWS = 200_000  # "auto" on the GPU: fused kernel up to here, k-d tree above
 _BAND = 1e-9
 _ROW_CHUNK = 1 << 16
 
@@ -63,18 +66,22 @@ def distance_ranks(
     if originals.shape[0] < 2:
         raise AvatarError("distance metrics need at least 2 rows")
     n = originals.shape[0]
+    x = backend.asarray(originals, dtype=np.float64)
+    y = backend.asarray(avatars, dtype=np.float64)
     if engine == "auto":
-        engine = "brute" if backend.is_gpu or n * n <= BRUTE_MAX_PAIRS_ON_CPU else "kdtree"
+        small = n <= GPU_BRUTE_MAX_ROWS if backend.is_gpu else n * n <= BRUTE_MAX_PAIRS_ON_CPU
+        engine = "brute" if small else "kdtree"
     if engine == "kdtree":
-        if backend.is_gpu:
-            raise AvatarError("engine='kdtree' runs on the CPU only; use engine='brute' on the GPU")
-        return _kdtree(np.asarray(originals, np.float64), np.asarray(avatars, np.float64))
-    return _brute(
-        backend.asarray(originals, dtype=np.float64),
-        backend.asarray(avatars, dtype=np.float64),
-        backend,
-        tile or default_tile(backend),
+        return _kdtree(x, y, backend)
+    if backend.is_gpu and tile is None and kernels.supports(x.shape[1]):
+        own = rowwise_squared(x, y, backend.xp)
+        cloaking, hidden, first, second = kernels.distance_ranks(backend.xp, x, y, own)
+        return _ranks(backend, own, cloaking, hidden, first, second)
+    own = rowwise_squared(x, y, backend.xp)
+    cloaking, hidden, best = _tile_pass(
+        x, y, own, backend.xp.arange(n), backend, tile or default_tile(backend), columns=True
     )
+    return _ranks(backend, own, cloaking, hidden, best[0], best[1])
 
 
 def default_tile(backend: Backend) -> int:
@@ -86,78 +93,99 @@ def default_tile(backend: Backend) -> int:
     return int(max(1024, min(16384, np.sqrt(free / 10 / (8 * 8)))))
 
 
-def _brute(x, y, backend: Backend, tile: int) -> DistanceRanks:
+def _ranks(backend: Backend, own, cloaking, hidden, first, second) -> DistanceRanks:
     xp = backend.xp
-    n = x.shape[0]
-    own = rowwise_squared(x, y, xp)
-    cloaking = xp.zeros(n, dtype=xp.int64)
-    hidden = xp.zeros(n, dtype=bool)
-    best = xp.full((2, n), xp.inf)  # per avatar: two smallest squared distances
-    for i0 in range(0, n, tile):
-        i1 = min(i0 + tile, n)
-        rows = xp.arange(i0, i1)[:, None]
-        own_rows = own[i0:i1, None]
-        for j0 in range(0, n, tile):
-            j1 = min(j0 + tile, n)
-            d2 = pairwise_squared(x[i0:i1], y[j0:j1], xp)
-            cols = xp.arange(j0, j1)[None, :]
-            at_most = (d2 <= own_rows) & (cols != rows)
-            cloaking[i0:i1] += at_most.sum(axis=1)
-            # d2 < own never holds for the own pair: same arithmetic, same value.
-            hides = (d2 < own_rows) | ((d2 == own_rows) & (cols < rows))
-            hidden[i0:i1] |= hides.any(axis=1)
-            stacked = xp.concatenate([best[:, j0:j1], d2], axis=0)
-            two = xp.partition(stacked, 1, axis=0)[:2]
-            best[:, j0:j1] = xp.sort(two, axis=0)
     return DistanceRanks(
         own_distance=backend.to_numpy(xp.sqrt(own)),
-        local_cloaking=backend.to_numpy(cloaking),
-        hidden=backend.to_numpy(hidden),
-        closest=backend.to_numpy(xp.sqrt(best[0])),
-        second_closest=backend.to_numpy(xp.sqrt(best[1])),
+        local_cloaking=backend.to_numpy(cloaking).astype(np.int64),
+        hidden=backend.to_numpy(hidden).astype(bool),
+        closest=backend.to_numpy(xp.sqrt(first)),
+        second_closest=backend.to_numpy(xp.sqrt(second)),
     )
 
 
-def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
+def _tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool):
+    """Counts and hidden flags of the originals ``rows`` against every avatar, tile by tile;
+    with ``columns`` (rows = all originals) also each avatar's two smallest squared distances."""
+    xp = backend.xp
+    n = y.shape[0]
+    cloaking = xp.zeros(rows.shape[0], dtype=xp.int64)
+    hidden = xp.zeros(rows.shape[0], dtype=bool)
+    best = xp.full((2, n), xp.inf) if columns else None
+    for i0 in range(0, rows.shape[0], tile):
+        block = rows[i0 : i0 + tile]
+        row_ids = block[:, None]
+        own_rows = own[block][:, None]
+        for j0 in range(0, n, tile):
+            j1 = min(j0 + tile, n)
+            d2 = pairwise_squared(x[block], y[j0:j1], xp)
+            cols = xp.arange(j0, j1)[None, :]
+            at_most = (d2 <= own_rows) & (cols != row_ids)
+            cloaking[i0 : i0 + tile] += at_most.sum(axis=1)
+            # d2 < own never holds for the own pair: same arithmetic, same value.
+            hides = (d2 < own_rows) | ((d2 == own_rows) & (cols < row_ids))
+            hidden[i0 : i0 + tile] |= hides.any(axis=1)
+            if columns:
+                stacked = xp.concatenate([best[:, j0:j1], d2], axis=0)
+                two = xp.partition(stacked, 1, axis=0)[:2]
+                best[:, j0:j1] = xp.sort(two, axis=0)
+    return cloaking, hidden, best
+
+
+def _tree(points, backend: Backend):
+    if backend.is_gpu:
+        from cupyx.scipy.spatial import KDTree
+
+        return KDTree(points)
     from scipy.spatial import cKDTree
 
+    return cKDTree(points)
+
+
+def _tree_options(backend: Backend) -> dict:
+    return {} if backend.is_gpu else {"workers": -1}
+
+
+def _kdtree(x, y, backend: Backend) -> DistanceRanks:
+    xp = backend.xp
     n = x.shape[0]
-    own = rowwise_squared(x, y, np)
-    own_distance = np.sqrt(own)
-    avatar_tree = cKDTree(y)
-    low = avatar_tree.query_ball_point(
-        x, own_distance * (1 - _BAND), return_length=True, workers=-1
+    options = _tree_options(backend)
+    own = rowwise_squared(x, y, xp)
+    own_distance = xp.sqrt(own)
+    avatar_tree = _tree(y, backend)
+    low = xp.asarray(
+        avatar_tree.query_ball_point(x, own_distance * (1 - _BAND), return_length=True, **options)
     )
     high_radius = own_distance * (1 + _BAND) + np.finfo(float).tiny
-    high = avatar_tree.query_ball_point(x, high_radius, return_length=True, workers=-1)
+    high = xp.asarray(avatar_tree.query_ball_point(x, high_radius, return_length=True, **options))
     # Only the own avatar in the band: everything below the band is strictly closer.
-    cloaking = (high - 1).astype(np.int64)
+    cloaking = (high - 1).astype(xp.int64)
     hidden = (low > 0) & (own > 0)  # at d_own = 0 the low ball holds the own avatar
-    recheck = np.flatnonzero((high - low > 1) | ((own == 0) & (high > 1)))
-    for start in range(0, recheck.size, _ROW_CHUNK):
-        rows = recheck[start : start + _ROW_CHUNK]
-        found = avatar_tree.query_ball_point(x[rows], high_radius[rows], workers=-1)
-        counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=rows.size)
-        owner = np.repeat(rows, counts)
+    recheck = xp.nonzero((high - low > 1) | ((own == 0) & (high > 1)))[0]
+    if recheck.size and backend.is_gpu:
+        cloaking[recheck], hidden[recheck], _ = _tile_pass(
+            x, y, own, recheck, backend, default_tile(backend), columns=False
+        )
+    elif recheck.size:
+        _recheck_by_ball(avatar_tree, x, y, own, high_radius, recheck, cloaking, hidden)
+
+    _, candidates = _tree(x, backend).query(y, k=min(3, n), **options)
+    d2 = xp.sort(rowwise_squared(y, x[xp.asarray(candidates)], xp), axis=1)
+    return _ranks(backend, own, cloaking, hidden, d2[:, 0], d2[:, 1])
+
+
+def _recheck_by_ball(tree, x, y, own, radius, rows, cloaking, hidden) -> None:
+    """CPU: exact counts for ``rows`` from every avatar inside their high-band ball."""
+    for start in range(0, rows.size, _ROW_CHUNK):
+        chunk = rows[start : start + _ROW_CHUNK]
+        found = tree.query_ball_point(x[chunk], radius[chunk], workers=-1)
+        counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
+        owner = np.repeat(chunk, counts)
         candidate = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
         d2 = rowwise_squared(x[owner], y[candidate], np)
         other = candidate != owner
         at_most = other & (d2 <= own[owner])
         hides = other & ((d2 < own[owner]) | ((d2 == own[owner]) & (candidate < owner)))
-        position = np.searchsorted(rows, owner)
-        cloaking[rows] = np.bincount(position, weights=at_most, minlength=rows.size).astype(
-            np.int64
-        )
-        hidden[rows] = np.bincount(position, weights=hides, minlength=rows.size) > 0
-
-    original_tree = cKDTree(x)
-    n_candidates = min(3, n)
-    _, candidates = original_tree.query(y, k=n_candidates, workers=-1)
-    d2 = np.sort(rowwise_squared(y, x[candidates], np), axis=1)
-    return DistanceRanks(
-        own_distance=own_distance,
-        local_cloaking=cloaking,
-        hidden=hidden,
-        closest=np.sqrt(d2[:, 0]),
-        second_closest=np.sqrt(d2[:, 1]),
-    )
+        position = np.searchsorted(chunk, owner)
+        cloaking[chunk] = np.bincount(position, weights=at_most, minlength=chunk.size)
+        hidden[chunk] = np.bincount(position, weights=hides, minlength=chunk.size) > 0
