@@ -17,8 +17,9 @@ missing value wherever the indicator says "missing".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,7 @@ def _detect_kind(series: pd.Series) -> str:
         )
     if pd.api.types.is_numeric_dtype(dtype):
         return CONTINUOUS
-    if pd.api.types.is_string_dtype(dtype) or dtype == object:
+    if pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype):
         inferred = pd.api.types.infer_dtype(series, skipna=True)
         if inferred.startswith("mixed") or inferred in ("complex", "bytes", "decimal", "period"):
             raise AvatarError(
@@ -150,7 +151,9 @@ class TableEncoder:
                 )
             spec = ColumnSpec(name=name, kind=kind, dtype=series.dtype)
             missing = series.isna().to_numpy()
-            spec.has_missing = bool(missing.any()) and kind != IDENTIFIER and self.missing_indicators
+            spec.has_missing = (
+                bool(missing.any()) and kind != IDENTIFIER and self.missing_indicators
+            )
             spec.missing_value = _first_missing_value(series)
             if kind == CONTINUOUS:
                 self._fit_continuous(spec, series, missing)
@@ -194,7 +197,8 @@ class TableEncoder:
             [self.continuous_values(self.specs_[c], df[c]) for c in self.continuous_columns_]
         )
         self._knn_scale = (np.nanmean(raw, axis=0), np.nanstd(raw, axis=0) + 1e-300)
-        self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - self._knn_scale[0]) / self._knn_scale[1])
+        mean, std = self._knn_scale
+        self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - mean) / std)
 
     # --------------------------------------------------------- properties
     def _names(self, kind: str) -> list[Any]:
@@ -384,7 +388,9 @@ def validate_table(df: Any) -> None:
     if not isinstance(df, pd.DataFrame):
         raise AvatarError(f"expected a pandas DataFrame, got {type(df).__name__}")
     if df.shape[0] == 0 or df.shape[1] == 0:
-        raise AvatarError(f"the table is empty (shape {df.shape}); give at least 3 rows and 1 column")
+        raise AvatarError(
+            f"the table is empty (shape {df.shape}); give at least 3 rows and 1 column"
+        )
     duplicated = df.columns[df.columns.duplicated()].unique().tolist()
     if duplicated:
         raise AvatarError(f"duplicate column name(s) {duplicated}; rename them to be unique")

@@ -17,7 +17,8 @@ zero (the one-hot columns of a variable are linearly dependent) are dropped.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -173,8 +174,12 @@ class _ProjectionEstimator:
         imputation: str = "median",
         backend: str | Backend = "auto",
     ) -> None:
-        if n_components is not None and (not isinstance(n_components, (int, np.integer)) or n_components < 1):
-            raise AvatarError(f"n_components must be a positive integer or None, got {n_components!r}")
+        if n_components is not None and (
+            not isinstance(n_components, (int, np.integer)) or n_components < 1
+        ):
+            raise AvatarError(
+                f"n_components must be a positive integer or None, got {n_components!r}"
+            )
         self.n_components = n_components
         self.column_weights = column_weights
         self.types = types

@@ -31,7 +31,9 @@ def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> n
     return np.random.default_rng(child)
 
 
-def random_weights(distances: np.ndarray, seed: np.random.SeedSequence, first_row: int) -> np.ndarray:
+def random_weights(
+    distances: np.ndarray, seed: np.random.SeedSequence, first_row: int
+) -> np.ndarray:
     """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k)."""
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
@@ -47,7 +49,9 @@ def random_weights(distances: np.ndarray, seed: np.random.SeedSequence, first_ro
     return weights
 
 
-def draw_uniforms(n_rows: int, n_columns: int, seed: np.random.SeedSequence, first_row: int) -> np.ndarray:
+def draw_uniforms(
+    n_rows: int, n_columns: int, seed: np.random.SeedSequence, first_row: int
+) -> np.ndarray:
     """Uniform numbers in [0, 1) for the categorical draws of a block-aligned row slice."""
     out = np.empty((n_rows, n_columns))
     for start in range(0, n_rows, RANDOM_BLOCK):
@@ -87,8 +91,12 @@ def synthesize(
         neighbours = backend.asarray(neighbour_indices[start:stop])
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
         weights = backend.asarray(random_weights(host_distances, seed, start))
-        out_continuous[start:stop] = xp.einsum(
-            "bk,bkp->bp", weights, continuous[neighbours], optimize=False
+        gathered = continuous[neighbours]  # (b, k, pc)
+        barycentre = xp.einsum("bk,bkp->bp", weights, gathered, optimize=False)
+        # Mathematically within the neighbours' range; the clip only removes rounding, so a
+        # constant column stays exactly constant.
+        out_continuous[start:stop] = xp.clip(
+            barycentre, gathered.min(axis=1), gathered.max(axis=1)
         )
         if codes.shape[1] == 0:
             continue
@@ -99,11 +107,15 @@ def synthesize(
             threshold = uniforms * cumulative[:, -1:]
             chosen = (cumulative[:, :, None] <= threshold[:, None, :]).sum(axis=1)
             chosen = xp.minimum(chosen, k - 1)
-            out_codes[start:stop] = xp.take_along_axis(neighbour_codes, chosen[:, None, :], axis=1)[:, 0, :]
+            out_codes[start:stop] = xp.take_along_axis(
+                neighbour_codes, chosen[:, None, :], axis=1
+            )[:, 0, :]
         else:
             rows = xp.arange(stop - start)[:, None]
             for j, m in enumerate(n_modalities):
                 flat = (rows * m + neighbour_codes[:, :, j]).ravel()
-                frequencies = xp.bincount(flat, weights=weights.ravel(), minlength=(stop - start) * m)
+                frequencies = xp.bincount(
+                    flat, weights=weights.ravel(), minlength=(stop - start) * m
+                )
                 out_codes[start:stop, j] = frequencies.reshape(stop - start, m).argmax(axis=1)
     return out_continuous, out_codes

@@ -1,0 +1,132 @@
+"""Shared fixtures: the real data sets, the published avatars and a brute-force metric helper.
+
+The data sets live in ``../shared/datasets`` next to the repository (see its README for sources
+and licences); set ``GPU_AVATAR_DATASETS`` to point elsewhere. Tests that need them are skipped
+when the directory is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.spatial.distance import cdist
+
+import gpu_avatar as ga
+
+DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
+CATEGORICAL_MAX_DISTINCT = 10  # the paper: <= 10 distinct values -> categorical
+
+
+def datasets_dir() -> Path:
+    """``$GPU_AVATAR_DATASETS`` or ``<repo>/../shared/datasets``."""
+    override = os.environ.get(DATASETS_ENV_VAR)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def _read(name: str, **kwargs) -> pd.DataFrame:
+    path = datasets_dir() / name
+    if not path.is_file():
+        pytest.skip(f"data set {path} not found (set {DATASETS_ENV_VAR})")
+    return pd.read_csv(path, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def datasets_path() -> Path:
+    path = datasets_dir()
+    if not path.is_dir():
+        pytest.skip(f"data set directory {path} not found (set {DATASETS_ENV_VAR})")
+    return path
+
+
+# --------------------------------------------------------------------------- AIDS
+@dataclass(frozen=True)
+class Dataset:
+    """An original table, its published avatars (unshuffled) and the paper's settings."""
+
+    name: str
+    df: pd.DataFrame
+    published: pd.DataFrame
+    types: dict  # kinds for avatarize (paper settings)
+    metric_types: dict  # kinds for the reference metric projection
+    ncp: int
+    k: int = 20
+
+    @property
+    def categorical(self) -> list:
+        return [c for c, kind in self.types.items() if kind == "categorical"]
+
+    @property
+    def continuous(self) -> list:
+        return [c for c in self.df.columns if c not in self.types]
+
+
+def load_aids() -> pd.DataFrame:
+    return _read("aids.csv", sep=";").drop(columns="pidnum")
+
+
+def aids_categorical_columns(df: pd.DataFrame) -> list:
+    return [c for c in df.columns if df[c].nunique() <= CATEGORICAL_MAX_DISTINCT]
+
+
+def load_wbcd() -> pd.DataFrame:
+    return _read("wbcd.csv").drop(columns="Sample_code_number")
+
+
+@pytest.fixture(scope="session")
+def aids() -> Dataset:
+    df = load_aids()
+    published = _read("aids_published_avatars_k20_ncp5.csv")
+    types = {c: "categorical" for c in aids_categorical_columns(df)}
+    return Dataset("aids", df, published, types=types, metric_types=types, ncp=5)
+
+
+@pytest.fixture(scope="session")
+def wbcd() -> Dataset:
+    df = load_wbcd()
+    published = _read("wbcd_published_avatars_k20_ncp2.csv")
+    types = {c: "categorical" for c in df.columns}
+    return Dataset("wbcd", df, published, types=types, metric_types={"Class": "categorical"}, ncp=2)
+
+
+# ------------------------------------------------------------------ reference metrics
+@dataclass(frozen=True)
+class ReferenceMetrics:
+    hidden_rate: float  # percent
+    local_cloaking: np.ndarray  # per original
+    median_local_cloaking: float
+
+
+def reference_metrics(
+    original: pd.DataFrame, unshuffled_avatars: pd.DataFrame, metric_types: dict, ncp: int
+) -> ReferenceMetrics:
+    """Hidden rate and local cloaking by brute force (metrics.md definitions).
+
+    Metric projection: FAMD fitted on the originals (missing values mean-imputed), first ``ncp``
+    axes; full originals x avatars distance matrix. ``c_i = #{j != i : d(x_i, y_j) <= d(x_i,
+    y_i)}``; original i is hidden when its nearest avatar (first index on ties) is not avatar i.
+    """
+    model = ga.FAMD(n_components=ncp, types=metric_types, imputation="mean").fit(original)
+    x = model.transform(original).to_numpy()
+    y = model.transform(unshuffled_avatars).to_numpy()
+    distances = cdist(x, y)
+    n = len(distances)
+    own = distances[np.arange(n), np.arange(n)]
+    cloaking = (distances <= own[:, None]).sum(axis=1) - 1  # the own avatar always counts once
+    hidden = distances.argmin(axis=1) != np.arange(n)
+    return ReferenceMetrics(
+        hidden_rate=100.0 * hidden.mean(),
+        local_cloaking=cloaking,
+        median_local_cloaking=float(np.median(cloaking)),
+    )
+
+
+@pytest.fixture(scope="session")
+def metric_helper():
+    return reference_metrics
