@@ -22,6 +22,7 @@ from .errors import AvatarError
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
+_CPU_COMPUTE_ROWS = 1 << 13  # rows per gather on the CPU: temporaries stay cache-sized
 CATEGORICAL_RULES = ("draw", "argmax")
 _STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE = 0, 1, 2
 
@@ -85,37 +86,60 @@ def synthesize(
     codes = backend.asarray(codes)
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
-    step = RANDOM_BLOCK
-    for start in range(0, n, step):
-        stop = min(start + step, n)
-        neighbours = backend.asarray(neighbour_indices[start:stop])
+    compute_rows = RANDOM_BLOCK if backend.is_gpu else _CPU_COMPUTE_ROWS
+    for start in range(0, n, RANDOM_BLOCK):
+        stop = min(start + RANDOM_BLOCK, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
         weights = backend.asarray(random_weights(host_distances, seed, start))
-        gathered = continuous[neighbours]  # (b, k, pc)
-        barycentre = xp.einsum("bk,bkp->bp", weights, gathered, optimize=False)
-        # Mathematically within the neighbours' range; the clip only removes rounding, so a
-        # constant column stays exactly constant.
-        out_continuous[start:stop] = xp.clip(
-            barycentre, gathered.min(axis=1), gathered.max(axis=1)
-        )
-        if codes.shape[1] == 0:
-            continue
-        neighbour_codes = codes[neighbours]  # (b, k, pk)
-        if categorical == "draw":
-            cumulative = xp.cumsum(weights, axis=1)
+        uniforms = None
+        if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
-            threshold = uniforms * cumulative[:, -1:]
-            chosen = (cumulative[:, :, None] <= threshold[:, None, :]).sum(axis=1)
-            chosen = xp.minimum(chosen, k - 1)
-            out_codes[start:stop] = xp.take_along_axis(
-                neighbour_codes, chosen[:, None, :], axis=1
-            )[:, 0, :]
-        else:
-            rows = xp.arange(stop - start)[:, None]
-            for j, m in enumerate(n_modalities):
-                flat = (rows * m + neighbour_codes[:, :, j]).ravel()
-                frequencies = xp.bincount(
-                    flat, weights=weights.ravel(), minlength=(stop - start) * m
-                )
-                out_codes[start:stop, j] = frequencies.reshape(stop - start, m).argmax(axis=1)
+        for s0 in range(start, stop, compute_rows):
+            s1 = min(s0 + compute_rows, stop)
+            rows = slice(s0 - start, s1 - start)
+            neighbours = backend.asarray(neighbour_indices[s0:s1])
+            out_continuous[s0:s1] = _barycentre(continuous, neighbours, weights[rows], xp)
+            if not codes.shape[1]:
+                continue
+            if uniforms is not None:
+                out_codes[s0:s1] = _draw(codes, neighbours, weights[rows], uniforms[rows], xp)
+            else:
+                out_codes[s0:s1] = _argmax(codes, neighbours, weights[rows], n_modalities, xp)
     return out_continuous, out_codes
+
+
+def _barycentre(continuous, neighbours, weights, xp):
+    """Weighted mean of the neighbours' values, (b, pc), one neighbour at a time (no (b, k, pc)
+    temporary; the same sequence of elementwise operations on every backend)."""
+    first = continuous[neighbours[:, 0]]
+    total = weights[:, :1] * first
+    low, high = first, first
+    for j in range(1, neighbours.shape[1]):
+        values = continuous[neighbours[:, j]]
+        total = total + weights[:, j : j + 1] * values
+        low, high = xp.minimum(low, values), xp.maximum(high, values)
+    # Mathematically within the neighbours' range; the clip only removes rounding, so a
+    # constant column stays exactly constant.
+    return xp.clip(total, low, high)
+
+
+def _draw(codes, neighbours, weights, uniforms, xp):
+    """Each categorical value taken from the neighbour j with probability w_j, (b, pk)."""
+    k = neighbours.shape[1]
+    cumulative = xp.cumsum(weights, axis=1)
+    threshold = uniforms * cumulative[:, -1:]
+    chosen = (cumulative[:, :, None] <= threshold[:, None, :]).sum(axis=1)
+    chosen = xp.minimum(chosen, k - 1)  # (b, pk): which neighbour gives each column
+    return codes[xp.take_along_axis(neighbours, chosen, axis=1), xp.arange(codes.shape[1])]
+
+
+def _argmax(codes, neighbours, weights, n_modalities, xp):
+    """Each categorical value set to the modality of largest summed weight, (b, pk)."""
+    b = neighbours.shape[0]
+    rows = xp.arange(b)[:, None]
+    out = xp.empty((b, codes.shape[1]), dtype=xp.int64)
+    for j, m in enumerate(n_modalities):
+        flat = (rows * m + codes[neighbours, j]).ravel()
+        frequencies = xp.bincount(flat, weights=weights.ravel(), minlength=b * m)
+        out[:, j] = frequencies.reshape(b, m).argmax(axis=1)
+    return out
