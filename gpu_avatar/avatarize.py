@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, resolve_backend
-from .encoding import TableEncoder, fresh_identifiers
+from .backend import Backend, ensure_fits, like_input, resolve_backend, to_pandas
+from .batches import batch_seed, check_batch_size, plan_batches
+from .encoding import TableEncoder, fresh_identifiers, validate_table
 from .errors import AvatarError
 from .neighbours import nearest_neighbours
 from .privacy import PrivacyMetrics, privacy_metrics
+from .progress import ProgressLike, Steps
 from .projection import Projection, expand_variable_weights, projection_kind
 from .signal import SignalMetrics, signal_metrics
 from .synthesis import CATEGORICAL_RULES, shuffle_order, synthesize
@@ -39,22 +42,57 @@ class AvatarizationResult:
     seed: int  # entropy of the run's SeedSequence: pass it back as seed= to reproduce the run
     projection_kind: str
     timings: dict[str, float] = field(default_factory=dict)
+    batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions, if batched
 
     def privacy_metrics(self, **overrides: Any) -> PrivacyMetrics:
         """``ga.privacy_metrics`` on this run's originals and unshuffled avatars, with the
         run's ``ncp``, ``types`` and backend unless overridden."""
         settings = dict(
-            ncp=self.parameters["ncp"], types=self.parameters["types"],
+            ncp=self.parameters["ncp"],
+            types=self.parameters["types"],
             backend=self.parameters["backend"],
         )
         settings.update(overrides)
-        return privacy_metrics(self.original, self.sensitive_unshuffled_avatars, **settings)
+        avatars = to_pandas(self.sensitive_unshuffled_avatars)
+        return privacy_metrics(self.original, avatars, **settings)
 
     def signal_metrics(self, **overrides: Any) -> SignalMetrics:
         """``ga.signal_metrics`` between this run's originals and released avatars."""
         settings = dict(types=self.parameters["types"])
         settings.update(overrides)
-        return signal_metrics(self.original, self.avatars, **settings)
+        return signal_metrics(self.original, to_pandas(self.avatars), **settings)
+
+    def batch_privacy_metrics(self, **overrides: Any) -> pd.DataFrame:
+        """Privacy metrics of each batch (originals of the batch against their avatars), one
+        row per batch, then the ``mean`` and the ``worst`` (lowest for every metric whose
+        target is a minimum). A run without batches has a single batch."""
+        batches = self.batches or [np.arange(len(self.original))]
+        settings = dict(
+            ncp=self.parameters["ncp"],
+            types=self.parameters["types"],
+            backend=self.parameters["backend"],
+        )
+        settings.update(overrides)
+        avatars = to_pandas(self.sensitive_unshuffled_avatars)
+        rows = {}
+        for b, positions in enumerate(batches):
+            metrics = privacy_metrics(
+                self.original.iloc[positions], avatars.iloc[positions], **settings
+            )
+            rows[f"batch {b}"] = metrics.to_frame()["value"]
+        table = pd.DataFrame(rows).T
+        worst = table.min()
+        return pd.concat(
+            [table, table.mean().rename("mean").to_frame().T, worst.rename("worst").to_frame().T]
+        )
+
+    def report(self, path: Any, **options: Any) -> Any:
+        """Write a self-contained HTML report of this run to ``path`` (needs matplotlib:
+        ``pip install 'gpu_avatar[report]'``); ``options`` as in
+        ``gpu_avatar.report.write_table_report``."""
+        from .report import write_table_report
+
+        return write_table_report(self, path, **options)
 
 
 def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -76,11 +114,96 @@ def seed_sequence(seed: int | np.random.SeedSequence | None) -> np.random.SeedSe
 
 
 @contextmanager
-def _timed(timings: dict[str, float], step: str):
+def _timed(timings: dict[str, float], step: str, steps: Steps | None = None):
+    """Time a step (adding up over batches) and report it to ``steps``."""
+    if steps is not None:
+        steps.start(step)
     start = time.perf_counter()
-    yield
-    timings[step] = time.perf_counter() - start
-    logger.info("%s: %.2f s", step, timings[step])
+    try:
+        yield
+    except BaseException:
+        if steps is not None:
+            steps.close()
+        raise
+    timings[step] = timings.get(step, 0.0) + time.perf_counter() - start
+    logger.info("%s: %.2f s", step, time.perf_counter() - start)
+    if steps is not None:
+        steps.advance()
+
+
+@dataclass
+class AvatarModel:
+    """What a run learns once and every batch shares: encoding, projection, settings."""
+
+    encoder: TableEncoder
+    projection: Projection
+    k: int
+    ncp: int
+    categorical: str
+    neighbour_engine: str
+
+    @property
+    def backend(self) -> Backend:
+        return self.projection.backend
+
+
+def fit_model(
+    df: pd.DataFrame,
+    k: int,
+    ncp: int,
+    column_weights: Mapping[Any, float] | None,
+    types: Mapping[Any, str] | None,
+    imputation: str,
+    backend: Backend,
+    categorical: str = "draw",
+    neighbour_engine: str = "auto",
+) -> AvatarModel:
+    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch)."""
+    encoder = TableEncoder(types, imputation).fit(df)
+    if not encoder.variable_sources_:
+        raise AvatarError("the table has no variable besides identifier columns")
+    weights = expand_variable_weights(encoder, column_weights)
+    encoded = encoder.transform(df)
+    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
+    projection = Projection(kind, weights, backend).fit(encoded)
+    return AvatarModel(
+        encoder, projection, k, min(ncp, projection.n_components_), categorical, neighbour_engine
+    )
+
+
+def avatarize_rows(
+    model: AvatarModel,
+    df: pd.DataFrame,
+    sequence: np.random.SeedSequence,
+    identifiers: Mapping[Any, np.ndarray] | None = None,
+    timings: dict[str, float] | None = None,
+    steps: Steps | None = None,
+) -> pd.DataFrame:
+    """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i."""
+    timings = {} if timings is None else timings
+    backend = model.backend
+    with _timed(timings, "projection", steps):
+        encoded = model.encoder.transform(df)
+        coordinates = model.projection.transform(encoded, model.ncp)
+    with _timed(timings, "neighbours", steps):
+        indices, distances = nearest_neighbours(
+            coordinates, model.k, backend, model.neighbour_engine
+        )
+    with _timed(timings, "synthesis", steps):
+        continuous, codes = synthesize(
+            encoded.continuous,
+            encoded.categorical,
+            encoded.n_modalities,
+            indices,
+            distances,
+            sequence,
+            backend,
+            model.categorical,
+        )
+    with _timed(timings, "decode", steps):
+        return model.encoder.decode(
+            backend.to_numpy(continuous), backend.to_numpy(codes), identifiers, index=df.index
+        )
 
 
 def avatarize(
@@ -94,6 +217,8 @@ def avatarize(
     imputation: str = "median",
     backend: str | Backend = "auto",
     neighbour_engine: str = "auto",
+    progress: ProgressLike = None,
+    batch_size: int | None = None,
 ) -> AvatarizationResult:
     """Avatarize one table: one synthetic individual per row, same columns and dtypes.
 
@@ -103,55 +228,91 @@ def avatarize(
     variables and get fresh values); ``imputation`` ("median", "mean", "mode" or "knn") fills
     missing cells temporarily, and the missing pattern is avatarized through indicators.
     ``seed`` makes the run reproducible (the result's ``seed`` reproduces an unseeded run).
+    ``batch_size``: above this many rows, the table is split into batches (``batches.py``):
+    the projection is fitted on a first batch that shows every modality, and each batch is
+    avatarized on its own; memory then follows the batch size. ``progress``: None (silent),
+    True (a tqdm bar) or a callable ``(step, done, total)``, see ``gpu_avatar.progress``.
+    cuDF input gives cuDF avatars.
     """
     if categorical not in CATEGORICAL_RULES:
         raise AvatarError(f"categorical={categorical!r} is not one of {CATEGORICAL_RULES}")
     ncp = _check_int("ncp", ncp, 1)
     sequence = seed_sequence(seed)
     backend = resolve_backend(backend)
+    frame = to_pandas(df)
+    validate_table(frame)
+    n = len(frame)
+    k = _check_int("k", k, 2, n - 1)
+    if batch_size is not None:
+        check_batch_size(batch_size, k)
     timings: dict[str, float] = {}
 
-    with _timed(timings, "encode"):
-        encoder = TableEncoder(types, imputation).fit(df)
-        n = len(df)
-        k = _check_int("k", k, 2, n - 1)
-        encoded = encoder.transform(df)
-        if not encoder.variable_sources_:
-            raise AvatarError("the table has no variable besides identifier columns")
-        weights = expand_variable_weights(encoder, column_weights)
-    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
-    with _timed(timings, "projection"):
-        projection = Projection(kind, weights, backend).fit(encoded)
-        used_ncp = min(ncp, projection.n_components_)
-        coordinates = projection.transform(encoded, used_ncp)
-    with _timed(timings, "neighbours"):
-        indices, distances = nearest_neighbours(coordinates, k, backend, neighbour_engine)
-    with _timed(timings, "synthesis"):
-        continuous, codes = synthesize(
-            encoded.continuous, encoded.categorical, encoded.n_modalities,
-            indices, distances, sequence, backend, categorical,
+    if batch_size is None or n <= batch_size:
+        batches, seeds = [np.arange(n)], [sequence]
+    else:
+        with _timed(timings, "batch plan"):
+            codes = TableEncoder(types, imputation).fit(frame).transform(frame).categorical
+            batches = plan_batches(codes, batch_size, sequence)
+            seeds = [batch_seed(sequence, b) for b in range(len(batches))]
+    steps = Steps(progress, "avatarize", total=1 + 4 * len(batches))
+    first = frame.iloc[batches[0]]
+    ensure_fits(backend, _device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
+    with _timed(timings, "fit", steps):
+        model = fit_model(
+            first,
+            k,
+            ncp,
+            column_weights,
+            types,
+            imputation,
+            backend,
+            categorical,
+            neighbour_engine,
         )
-    with _timed(timings, "decode"):
-        order = shuffle_order(n, sequence)
-        identifiers = {}
-        for name in encoder.identifier_columns_:
-            unshuffled_ids = np.empty(n, dtype=object)
-            unshuffled_ids[order] = fresh_identifiers(df[name], n)  # fresh ids in released order
-            identifiers[name] = unshuffled_ids
-        unshuffled = encoder.decode(
-            backend.to_numpy(continuous), backend.to_numpy(codes), identifiers, index=df.index
+    order = shuffle_order(n, sequence)
+    identifiers = {}
+    for name in model.encoder.identifier_columns_:
+        unshuffled_ids = np.empty(n, dtype=object)
+        unshuffled_ids[order] = fresh_identifiers(frame[name], n)  # fresh ids in released order
+        identifiers[name] = unshuffled_ids
+    parts = [
+        avatarize_rows(
+            model,
+            frame.iloc[rows],
+            batch_sequence,
+            {name: ids[rows] for name, ids in identifiers.items()},
+            timings,
+            steps,
         )
-        avatars = unshuffled.iloc[order].reset_index(drop=True)
-
+        for rows, batch_sequence in zip(batches, seeds, strict=True)
+    ]
+    if len(parts) == 1:
+        unshuffled = parts[0]
+    else:  # back to the input's row order
+        unshuffled = pd.concat(parts).iloc[np.argsort(np.concatenate(batches))]
+    avatars = unshuffled.iloc[order].reset_index(drop=True)
     return AvatarizationResult(
-        avatars=avatars,
-        sensitive_unshuffled_avatars=unshuffled,
-        original=df,
+        avatars=like_input(avatars, df),
+        sensitive_unshuffled_avatars=like_input(unshuffled, df),
+        original=frame,
         parameters=dict(
-            k=k, ncp=used_ncp, column_weights=dict(column_weights or {}), categorical=categorical,
-            types=dict(types or {}), imputation=imputation, backend=backend.name,
+            k=k,
+            ncp=model.ncp,
+            column_weights=dict(column_weights or {}),
+            categorical=categorical,
+            types=dict(types or {}),
+            imputation=imputation,
+            backend=backend.name,
+            batch_size=batch_size,
         ),
         seed=int(sequence.entropy),
-        projection_kind=kind,
+        projection_kind=model.projection.kind,
         timings=timings,
+        batches=None if len(batches) == 1 else batches,
     )
+
+
+def _device_bytes(frame: pd.DataFrame, k: int, ncp: int) -> int:
+    """Rough device memory of one run: encoded table, coordinates, neighbours, work chunks."""
+    n, p = frame.shape
+    return int(n * (8 * (2 * p + ncp) + 16 * k) + (256 << 20))

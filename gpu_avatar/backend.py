@@ -96,3 +96,33 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
             )
         return CPU
     return Backend("gpu", cupy)
+
+
+def is_cudf(frame: Any) -> bool:
+    """Whether ``frame`` is a cuDF DataFrame (checked without importing cudf)."""
+    return type(frame).__module__.split(".")[0] == "cudf"
+
+
+def to_pandas(frame: Any) -> Any:
+    """A pandas view of ``frame``: cuDF DataFrames are copied to the host, others unchanged."""
+    return frame.to_pandas() if is_cudf(frame) else frame
+
+
+def like_input(frame: Any, original: Any) -> Any:
+    """``frame`` as a cuDF DataFrame when ``original`` was one, else unchanged."""
+    if not is_cudf(original):
+        return frame
+    import cudf
+
+    return cudf.from_pandas(frame)
+
+
+def ensure_fits(backend: Backend, n_bytes: int, what: str) -> None:
+    """Raise a clear error when ``what`` cannot fit in the device's free memory."""
+    free = backend.free_memory_bytes()
+    if free is not None and n_bytes > 0.8 * free:
+        raise AvatarError(
+            f"{what} needs about {n_bytes / 1e9:.1f} GB of GPU memory but only "
+            f"{free / 1e9:.1f} GB are free; split the table into batches (batch_size=...) or "
+            "use backend='cpu'"
+        )
