@@ -28,6 +28,10 @@ class Backend:
     name: str
     xp: ModuleType
 
+    def __reduce__(self):
+        # Pickled by name (for Dask workers): the receiving process resolves its own module.
+        return (resolve_backend, (self.name,))
+
     @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
