@@ -258,6 +258,8 @@ def privacy_metrics(
     chr_variables = check_variables(
         original, categorical_hidden_rate_variables, "categorical_hidden_rate_variables"
     )
+    if types:  # the metric projection drops identifiers from types: catch misspelt names here
+        check_variables(original, list(types), "types")
     if targets is not None and len(targets) != 1:
         raise AvatarError(f"target must be one column, got {targets}")
     identifiers = {c for c, kind in (types or {}).items() if kind == IDENTIFIER}

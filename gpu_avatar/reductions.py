@@ -36,10 +36,14 @@ from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
 ENGINES = ("auto", "brute", "kdtree")
-BRUTE_MAX_PAIRS_ON_CPU = 4 * 10**8
+BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
 GPU_BRUTE_MAX_ROWS = 200_000  # "auto" on the GPU: fused kernel up to here, k-d tree above
 _BAND = 1e-9
 _ROW_CHUNK = 1 << 16
+# Ball members listed per CPU re-check chunk (~200 bytes each): bounds the re-check's memory
+# where exact ties put many avatars inside many rows' radius (duplicated, lattice-like points).
+_RECHECK_CANDIDATES = 1 << 20
+_BALL_VERSUS_TILE = 0.05  # a listed ball member costs about 20 tiled pair comparisons
 
 
 @dataclass
@@ -162,7 +166,10 @@ def _kdtree(x, y, backend: Backend) -> DistanceRanks:
     cloaking = (high - 1).astype(xp.int64)
     hidden = (low > 0) & (own > 0)  # at d_own = 0 the low ball holds the own avatar
     recheck = xp.nonzero((high - low > 1) | ((own == 0) & (high > 1)))[0]
-    if recheck.size and backend.is_gpu:
+    # Re-check from the ball members, unless listing them costs more than comparing the rows
+    # with every avatar (many exact ties: lattice-like or duplicated points).
+    listed = int(high[recheck].sum()) if recheck.size else 0
+    if recheck.size and (backend.is_gpu or listed > _BALL_VERSUS_TILE * recheck.size * n):
         cloaking[recheck], hidden[recheck], _ = _tile_pass(
             x, y, own, recheck, backend, default_tile(backend), columns=False
         )
@@ -174,10 +181,22 @@ def _kdtree(x, y, backend: Backend) -> DistanceRanks:
     return _ranks(backend, own, cloaking, hidden, d2[:, 0], d2[:, 1])
 
 
+def _recheck_chunks(rows: np.ndarray, ball_sizes: np.ndarray):
+    """Consecutive groups of ``rows``: at most ``_ROW_CHUNK`` rows whose balls hold at most
+    ``_RECHECK_CANDIDATES`` members together (a single row may exceed that alone)."""
+    ends = np.cumsum(ball_sizes)
+    start = 0
+    while start < rows.size:
+        listed_before = ends[start - 1] if start else 0
+        stop = int(np.searchsorted(ends, listed_before + _RECHECK_CANDIDATES, side="right"))
+        stop = min(max(stop, start + 1), start + _ROW_CHUNK)
+        yield rows[start:stop]
+        start = stop
+
+
 def _recheck_by_ball(tree, x, y, own, radius, rows, cloaking, hidden) -> None:
     """CPU: exact counts for ``rows`` from every avatar inside their high-band ball."""
-    for start in range(0, rows.size, _ROW_CHUNK):
-        chunk = rows[start : start + _ROW_CHUNK]
+    for chunk in _recheck_chunks(rows, cloaking[rows] + 1):  # ball sizes: the high counts
         found = tree.query_ball_point(x[chunk], radius[chunk], workers=-1)
         counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
         owner = np.repeat(chunk, counts)
