@@ -58,7 +58,7 @@ class AvatarizationResult:
 
     def signal_metrics(self, **overrides: Any) -> SignalMetrics:
         """``ga.signal_metrics`` between this run's originals and released avatars."""
-        settings = dict(types=self.parameters["types"])
+        settings = dict(types=self.parameters["types"], backend=self.parameters["backend"])
         settings.update(overrides)
         return signal_metrics(self.original, to_pandas(self.avatars), **settings)
 

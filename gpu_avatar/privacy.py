@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, resolve_backend
+from .backend import Backend, resolve_backend, to_pandas
 from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from .errors import AvatarError
 from .metrics_common import Target, check_same_table, check_variables, metrics_frame
@@ -252,7 +252,10 @@ def privacy_metrics(
     values for the metric projection only; ``engine`` picks the reduction ("brute" or
     "kdtree"; "auto" by size and backend). See the module docstring for every definition.
     """
-    avatars = check_same_table(original, unshuffled_avatars, "unshuffled_avatars", same_rows=True)
+    original = to_pandas(original)
+    avatars = check_same_table(
+        original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
+    )
     known = check_variables(original, known_variables, "known_variables")
     targets = check_variables(original, target, "target")
     chr_variables = check_variables(

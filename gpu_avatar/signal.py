@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .backend import CPU, Backend, resolve_backend, to_pandas
 from .encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from .errors import AvatarError
 from .metrics_common import Target, check_same_table, metrics_frame
@@ -49,30 +50,37 @@ class SignalMetrics:
         return metrics_frame({name: getattr(self, name) for name in SIGNAL_TARGETS}, SIGNAL_TARGETS)
 
 
-def hellinger(p: np.ndarray, q: np.ndarray) -> float:
+def hellinger(p, q, xp=np) -> float:
     """Hellinger distance between two probability vectors on the same support."""
-    return float(np.sqrt(((np.sqrt(p) - np.sqrt(q)) ** 2).sum() / 2.0))
+    return float(xp.sqrt(((xp.sqrt(p) - xp.sqrt(q)) ** 2).sum() / 2.0))
 
 
-def categorical_hellinger(original: pd.Series, avatar: pd.Series) -> float:
-    p = original.astype(object).value_counts(dropna=False, normalize=True)
-    q = avatar.astype(object).value_counts(dropna=False, normalize=True)
-    p, q = p.align(q, fill_value=0.0)
-    return hellinger(p.to_numpy(), q.to_numpy())
+def categorical_hellinger(original: pd.Series, avatar: pd.Series, backend: Backend = CPU) -> float:
+    """Frequencies over the union of modalities, missing counted as one more modality."""
+    codes, _ = pd.factorize(pd.concat([original, avatar]).astype(object), use_na_sentinel=False)
+    codes = backend.asarray(codes)
+    size = int(codes.max()) + 1
+    xp = backend.xp
+    p = xp.bincount(codes[: len(original)], minlength=size) / len(original)
+    q = xp.bincount(codes[len(original) :], minlength=size) / len(avatar)
+    return hellinger(p, q, xp)
 
 
-def continuous_hellinger(original: np.ndarray, avatar: np.ndarray, bins: int) -> float:
-    pooled = np.concatenate([original, avatar])
-    pooled = pooled[~np.isnan(pooled)]
-    low, high = pooled.min(), pooled.max()
-    edges = np.linspace(low, high, bins + 1) if high > low else np.array([low, low + 1.0])
+def continuous_hellinger(original, avatar, bins: int, backend: Backend = CPU) -> float:
+    """Histograms on ``bins`` equal-width bins over both samples' range, plus a missing bin."""
+    xp = backend.xp
+    original, avatar = backend.asarray(original), backend.asarray(avatar)
+    pooled = xp.concatenate([original, avatar])
+    pooled = pooled[~xp.isnan(pooled)]
+    low, high = float(pooled.min()), float(pooled.max())
+    edges = xp.linspace(low, high, bins + 1) if high > low else xp.asarray([low, low + 1.0])
 
-    def distribution(values: np.ndarray) -> np.ndarray:
-        missing = np.isnan(values)
-        counts, _ = np.histogram(values[~missing], bins=edges)
-        return np.append(counts, missing.sum()) / len(values)
+    def distribution(values):
+        missing = xp.isnan(values)
+        counts, _ = xp.histogram(values[~missing], bins=edges)
+        return xp.concatenate([counts, missing.sum()[None]]) / len(values)
 
-    return hellinger(distribution(original), distribution(avatar))
+    return hellinger(distribution(original), distribution(avatar), xp)
 
 
 def correlation_difference_ratio(original: pd.DataFrame, avatar: pd.DataFrame) -> float | None:
@@ -90,21 +98,28 @@ def signal_metrics(
     avatars: pd.DataFrame,
     types: Mapping[Any, str] | None = None,
     bins: int = 10,
+    backend: str | Backend = "auto",
 ) -> SignalMetrics:
-    """Signal metrics between ``original`` and ``avatars`` (any row order; see module doc)."""
+    """Signal metrics between ``original`` and ``avatars`` (any row order; see module doc).
+
+    The distributions are counted on ``backend`` (the GPU when "auto" finds one)."""
     if not isinstance(bins, int) or bins < 1:
         raise AvatarError(f"bins must be a positive integer, got {bins!r}")
+    backend = resolve_backend(backend)
+    original, avatars = to_pandas(original), to_pandas(avatars)
     avatars = check_same_table(original, avatars, "avatars", same_rows=False)
     encoder = TableEncoder(types, missing_indicators=False).fit(original)
     per_variable, continuous_o, continuous_a = {}, {}, {}
     for column in encoder.columns_:
         spec = encoder.specs_[column]
         if spec.kind == CATEGORICAL:
-            per_variable[str(column)] = categorical_hellinger(original[column], avatars[column])
+            per_variable[str(column)] = categorical_hellinger(
+                original[column], avatars[column], backend
+            )
         elif spec.kind == CONTINUOUS:
             values_o = encoder.continuous_values(spec, original[column])
             values_a = encoder.continuous_values(spec, avatars[column])
-            per_variable[str(column)] = continuous_hellinger(values_o, values_a, bins)
+            per_variable[str(column)] = continuous_hellinger(values_o, values_a, bins, backend)
             continuous_o[column], continuous_a[column] = values_o, values_a
     if not per_variable:
         raise AvatarError("no variable to compare: every column is an identifier")
