@@ -46,7 +46,7 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     xp = backend.xp
     points = backend.asarray(points, dtype=np.float64)
     if engine == "auto":
-        engine = "kdtree" if not backend.is_gpu or n > GPU_BRUTE_MAX_ROWS else "brute"
+        engine = _auto_engine(backend, n)
     if engine == "brute":
         indices, squared = _brute(points, k, backend)
         return indices, xp.sqrt(squared)
@@ -58,6 +58,31 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
         else:
             _resolve_by_ball(points, uncertain, k, indices, squared)
     return indices, xp.sqrt(squared)
+
+
+def _gpu_accelerator() -> str | None:
+    """ "faiss" when FAISS sees a GPU, else "cuml" when cuML imports, else None."""
+    try:
+        import faiss
+
+        if getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
+            return "faiss"
+    except ImportError:
+        pass
+    try:
+        import cuml.neighbors  # noqa: F401
+
+        return "cuml"
+    except ImportError:
+        return None
+
+
+def _auto_engine(backend: Backend, n: int) -> str:
+    """CPU: k-d tree. GPU: FAISS or cuML when installed, else the fused kernel for small
+    tables and the CuPy k-d tree for large ones."""
+    if not backend.is_gpu:
+        return "kdtree"
+    return _gpu_accelerator() or ("brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree")
 
 
 # ------------------------------------------------------------------ candidate proposers

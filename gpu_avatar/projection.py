@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, resolve_backend
+from .backend import Backend, resolve_backend, to_pandas
 from .encoding import EncodedTable, TableEncoder
 from .errors import AvatarError
 
@@ -188,6 +188,7 @@ class _ProjectionEstimator:
 
     def fit(self, df: pd.DataFrame) -> _ProjectionEstimator:
         backend = resolve_backend(self.backend)
+        df = to_pandas(df)
         self.encoder_ = TableEncoder(self.types, self.imputation, missing_indicators=False).fit(df)
         if self.encoder_.identifier_columns_:
             raise AvatarError(
@@ -221,6 +222,7 @@ class _ProjectionEstimator:
 
     def transform(self, df: pd.DataFrame) -> pd.DataFrame:
         """Coordinates of ``df`` in the fitted space, one column per component."""
+        df = to_pandas(df)
         coordinates = self.projection_.transform(self.encoder_.transform(df), self.n_components_)
         return pd.DataFrame(
             self.projection_.backend.to_numpy(coordinates),
@@ -268,4 +270,3 @@ class MCA(_ProjectionEstimator):
     """Multiple correspondence analysis of categorical columns (saiph's scaling)."""
 
     _kind = MCA_KIND
-

@@ -14,7 +14,12 @@ import gpu_avatar as ga
 from gpu_avatar import neighbours as nb
 from gpu_avatar.backend import CPU
 
-ENGINES = ("kdtree", "brute")
+try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its exact re-check
+    import faiss  # noqa: F401
+
+    ENGINES = ("kdtree", "brute", "faiss")
+except ImportError:
+    ENGINES = ("kdtree", "brute")
 
 
 def naive_neighbours(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
