@@ -184,7 +184,7 @@ class Database:
             if len(duplicated):
                 raise AvatarError(
                     f"table {name!r}: primary key {table.primary_key!r} is not unique "
-                    f"({len(duplicated)} repeated value(s), e.g. {list(duplicated[:_EXAMPLES])})"
+                    f"({len(duplicated)} repeated value(s), e.g. {duplicated[:_EXAMPLES].tolist()})"
                 )
             data[name] = table.data
         for name in self.topological_order():
@@ -197,7 +197,7 @@ class Database:
         orphan = ~keys.isin(parent[link.parent_key]).to_numpy() | keys.isna().to_numpy()
         if not orphan.any():
             return child
-        examples = list(pd.unique(keys[orphan])[:_EXAMPLES])
+        examples = pd.unique(keys[orphan])[:_EXAMPLES].tolist()
         message = (
             f"{int(orphan.sum())} row(s) of {link.child!r} have a {link.foreign_key!r} absent "
             f"from {link.parent}.{link.parent_key} (e.g. {examples})"

@@ -1,7 +1,7 @@
 """The README's demo: avatarize the bundled AIDS table and the patient/doctor/visit database,
-write the avatar tables and a summary with their metrics.
+write the avatar tables, a summary with their metrics and an HTML report of both.
 
-python -m gpu_avatar.demo demo-output
+gpu-avatar demo demo-output   (or: python -m gpu_avatar.demo demo-output)
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ import pandas as pd
 from .avatarize import AvatarizationResult, avatarize
 from .database import Database
 from .multitable import DatabaseAvatarizationResult, avatarize_database
+from .privacy import PrivacyMetrics
+from .progress import ProgressLike, Steps
+from .signal import SignalMetrics
 
 MAX_DISTINCT_FOR_CATEGORICAL = 10  # the paper's rule for AIDS
 # What an attacker might know of a patient, for the attribute-based metrics.
@@ -52,8 +55,9 @@ def load_hospital_database() -> Database:
     return db
 
 
-def database_summary(result: DatabaseAvatarizationResult, seconds: float) -> str:
-    """Tables, links (cardinality, integrity) and the privacy summary matrix."""
+def database_summary(result: DatabaseAvatarizationResult, seconds: float, privacy=None) -> str:
+    """Tables, links (cardinality, integrity) and the privacy summary matrix (from the
+    scenario metrics ``privacy`` when given, computed otherwise)."""
     lines = [f"# Database: {len(result.tables)} tables avatarized in {seconds:.2f} s"]
     for name, table in result.tables.items():
         lines.append(f"- {name}: {len(result.originals[name])} rows -> {len(table)} avatars")
@@ -67,14 +71,23 @@ def database_summary(result: DatabaseAvatarizationResult, seconds: float) -> str
     lines += [
         "",
         "## Privacy summary (worst scenario per cell)",
-        result.metrics_summary().to_string(),
+        result.metrics_summary(privacy).to_string(),
         "",
     ]
     return "\n".join(lines)
 
 
-def summary(name: str, result: AvatarizationResult, seconds: float) -> str:
-    """A short text report: parameters, timings, privacy and signal metrics."""
+def summary(
+    name: str,
+    result: AvatarizationResult,
+    seconds: float,
+    privacy: PrivacyMetrics | None = None,
+    signal: SignalMetrics | None = None,
+) -> str:
+    """A short text report: parameters, timings, privacy and signal metrics (computed when
+    not given; privacy with the demo's attacker knowledge)."""
+    privacy = privacy if privacy is not None else result.privacy_metrics(**DEMO_ATTACK)
+    signal = signal if signal is not None else result.signal_metrics()
     original, avatars = result.original, result.avatars
     continuous = [
         c
@@ -91,12 +104,10 @@ def summary(name: str, result: AvatarizationResult, seconds: float) -> str:
         "timings (s): " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()),
         "",
         "## Privacy (originals vs unshuffled avatars)",
-        result.privacy_metrics(**DEMO_ATTACK)
-        .to_frame()
-        .to_string(float_format=lambda v: f"{v:.3f}"),
+        privacy.to_frame().to_string(float_format=lambda v: f"{v:.3f}"),
         "",
         "## Signal (originals vs released avatars)",
-        result.signal_metrics().to_frame().to_string(float_format=lambda v: f"{v:.3f}"),
+        signal.to_frame().to_string(float_format=lambda v: f"{v:.3f}"),
         "",
         "## Standard deviation ratio avatar / original (continuous columns)",
         std_ratio.to_string(),
@@ -105,26 +116,46 @@ def summary(name: str, result: AvatarizationResult, seconds: float) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    output = Path(args[0] if args else "demo-output")
+def run_demo(output: Path, progress: ProgressLike = None) -> str:
+    """Write into ``output`` the avatar CSVs, ``summary.txt`` and ``report.html`` (the AIDS
+    table and the hospital database); print and return the summary."""
+    from .report import database_part, require_matplotlib, result_part, write_html
+
+    require_matplotlib()
     output.mkdir(parents=True, exist_ok=True)
+    steps = Steps(progress, "demo")
     df, types = load_aids()
     start = time.perf_counter()
-    result = avatarize(df, k=20, ncp=5, seed=0, types=types)
+    result = avatarize(df, k=20, ncp=5, seed=0, types=types, progress=progress)
     seconds = time.perf_counter() - start
     result.avatars.to_csv(output / "aids_avatars.csv", index=False)
-    text = summary("AIDS (ACTG 175)", result, seconds)
+    with steps.step("AIDS metrics"):
+        privacy = result.privacy_metrics(**DEMO_ATTACK)
+        signal = result.signal_metrics()
+    text = summary("AIDS (ACTG 175)", result, seconds, privacy, signal)
+    parts = [result_part(result, "AIDS (ACTG 175)", privacy, signal, progress)]
 
     start = time.perf_counter()
-    database = avatarize_database(load_hospital_database(), k=5, ncp=5, seed=0)
+    database = avatarize_database(load_hospital_database(), k=5, ncp=5, seed=0, progress=progress)
     seconds = time.perf_counter() - start
     for name, table in database.tables.items():
         table.to_csv(output / f"{name}_avatars.csv", index=False)
-    text += "\n" + database_summary(database, seconds)
+    with steps.step("database metrics"):
+        database_privacy = database.privacy_metrics()
+    text += "\n" + database_summary(database, seconds, database_privacy)
+    parts.append(database_part(database, "Hospital database (patient, doctor, visit)", progress,
+                               privacy=database_privacy, seconds=seconds))
     (output / "summary.txt").write_text(text)
+    write_html(output / "report.html", "gpu_avatar demo: AIDS table and hospital database", parts)
+    steps.close()
     print(text)
-    print(f"wrote the avatar tables and summary.txt into {output}/")
+    print(f"wrote the avatar tables, summary.txt and report.html into {output}/")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    run_demo(Path(args[0] if args else "demo-output"))
     return 0
 
 

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from .assignment import (
-    DEFAULT_BLOCK_SIZE,
     assign_linear_sum,
     assign_minimum_distance,
     round_preserving_sum,
@@ -38,6 +37,7 @@ from .database import Database, Link, parent_rows
 from .encoding import CONTINUOUS, fresh_identifiers
 from .errors import AvatarError
 from .privacy import metric_coordinates
+from .progress import ProgressLike, Steps
 from .synthesis import shuffle_order
 
 logger = logging.getLogger("gpu_avatar")
@@ -101,6 +101,14 @@ class DatabaseAvatarizationResult:
         from .multitable_metrics import metrics_summary
 
         return metrics_summary(self, privacy)
+
+    def report(self, path: Any, **options: Any) -> Any:
+        """Write a self-contained HTML report of this database to ``path`` (needs matplotlib:
+        ``pip install 'gpu_avatar[report]'``); ``options`` as in
+        ``gpu_avatar.report.write_database_report``."""
+        from .report import write_database_report
+
+        return write_database_report(self, path, **options)
 
 
 def _per_table(value: Any, name: str, tables: list[str], argument: str) -> Any:
@@ -186,13 +194,19 @@ def avatarize_database(
     backend: str | Backend = "auto",
     categorical: str = "draw",
     imputation: str = "median",
-    assignment_block_size: int = DEFAULT_BLOCK_SIZE,
+    assignment_block_size: int | None = None,
+    progress: ProgressLike = None,
 ) -> DatabaseAvatarizationResult:
-    """Avatarize every table of ``db`` and relink them; ``k`` and ``ncp`` may be per table."""
+    """Avatarize every table of ``db`` and relink them; ``k`` and ``ncp`` may be per table.
+
+    ``progress``: None (silent), True (a tqdm bar over tables and links) or a callable
+    ``(step, done, total)``, see ``gpu_avatar.progress``.
+    """
     if not isinstance(db, Database):
         raise AvatarError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
     data = {name: frame.reset_index(drop=True) for name, frame in db.validate().items()}
     order = db.topological_order()
+    steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
     backend = resolve_backend(backend)
     sequence = seed_sequence(seed)
     positions = {
@@ -219,6 +233,7 @@ def avatarize_database(
             )
         table_sequence = np.random.SeedSequence(sequence.entropy, spawn_key=(index,))
         logger.info("avatarizing table %s (%d rows)", name, n)
+        steps.start(f"table {name}")
         result = avatarize(
             enriched,
             k=table_k,
@@ -230,8 +245,10 @@ def avatarize_database(
             backend=backend,
         )
         results[name] = result
+        steps.advance()
         avatars = result.sensitive_unshuffled_avatars
         for link in db.parents_of(name):
+            steps.start(f"link {link.parent} -> {name}")
             key = (link.child, link.foreign_key)
             parent_avatars = results[link.parent].sensitive_unshuffled_avatars
             report = LinkReport(link.parent, name, link.foreign_key, link.method, 0.0, 0.0)
@@ -254,6 +271,7 @@ def avatarize_database(
                 positions[key], len(data[link.parent]), avatar_positions[key], len(parent_avatars)
             )
             reports.append(report)
+            steps.advance()
 
         release_order = shuffle_order(n, table_sequence)
         keys = np.empty(n, dtype=object)
@@ -268,7 +286,14 @@ def avatarize_database(
                 values = pd.Series(new_keys[link.parent][avatar_positions[(name, column)]])
             else:
                 values = avatars[column].reset_index(drop=True)
-            output[column] = values.astype(table[column].dtype)
+            dtype = table[column].dtype
+            if isinstance(dtype, pd.CategoricalDtype) and column in db.foreign_keys(name):
+                # its categories are original keys, none of which survives: use the new ones
+                values = values.astype(dtype.categories.dtype).astype(
+                    pd.CategoricalDtype(ordered=dtype.ordered)
+                )
+                dtype = values.dtype
+            output[column] = values.astype(dtype)
         unshuffled[name] = pd.DataFrame(output, columns=table.columns)
         released[name] = unshuffled[name].iloc[release_order].reset_index(drop=True)
 

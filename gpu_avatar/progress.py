@@ -13,11 +13,11 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Union
+from typing import Any
 
 from .errors import AvatarError, import_extra
 
-ProgressLike = Union[bool, None, Callable[[str, int, "int | None"], Any]]
+ProgressLike = bool | None | Callable[[str, int, int | None], Any]
 
 _open_bars: weakref.WeakSet[Steps] = weakref.WeakSet()
 

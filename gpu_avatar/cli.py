@@ -1,0 +1,426 @@
+"""The ``gpu-avatar`` command (also ``python -m gpu_avatar``).
+
+    gpu-avatar avatarize INPUT OUTPUT [--k 20] [--ncp 5] [--seed S] [--types col=kind ...]
+                         [--backend auto|cpu|gpu] [--report report.html]
+    gpu-avatar database CONFIG.yaml OUTPUT_DIR        (YAML format: gpu_avatar.config)
+    gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
+    gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html]
+    gpu-avatar demo [OUTPUT_DIR]
+
+Tables are CSV or Parquet, by file name. Progress bars go to stderr when it is a terminal
+(``--quiet`` turns them off). Any bad input prints one line ``gpu-avatar: error: ...`` and exits
+with status 1 (2 for a bad command line); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import __version__
+from .encoding import IDENTIFIER, KINDS
+from .errors import AvatarError, import_extra
+
+PROG = "gpu-avatar"
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class UsageError(Exception):
+    """A bad command line (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + message
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def one_line(message: Any) -> str:
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
+# ----------------------------------------------------------------------------- options
+def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
+    types: dict[str, str] = {}
+    for spec in (item for group in specs or [] for item in group):
+        column, sep, kind = spec.rpartition("=")
+        if not sep or not column:
+            raise UsageError(f"--types expects COLUMN=KIND, got {spec!r}")
+        if kind not in KINDS:
+            raise UsageError(f"--types {spec}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        types[column] = kind
+    return types
+
+
+def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
+    """``--categorical-max-distinct`` applied to numeric columns, then ``--types``."""
+    types: dict[str, str] = {}
+    if args.categorical_max_distinct is not None:
+        for column in df.columns:
+            series = df[column]
+            if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+                if series.nunique() <= args.categorical_max_distinct:
+                    types[column] = "categorical"
+    types.update(_parse_types(args.types))
+    return types
+
+
+def _privacy_options(args: argparse.Namespace) -> dict[str, Any]:
+    options = {
+        "known_variables": args.known_variables,
+        "target": args.target,
+        "categorical_hidden_rate_variables": args.categorical_hidden_rate_variables,
+    }
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else False
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="no progress bars")
+    parser.add_argument("--debug", action="store_true", default=default,
+                        help="show tracebacks and log each step")
+
+
+def _add_types(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--types", nargs="+", action="append", metavar="COLUMN=KIND",
+                        help="column kinds: continuous, categorical or identifier")
+    parser.add_argument("--categorical-max-distinct", type=int, metavar="N",
+                        help="numeric columns with at most N distinct values are categorical "
+                        "(the Avatar paper uses 10); --types wins")
+    parser.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
+
+
+def _add_metric_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--known-variables", nargs="+", metavar="COLUMN",
+                        help="what an attacker knows, for the attribute-based metrics")
+    parser.add_argument("--target", metavar="COLUMN", help="the attribute an attacker infers")
+    parser.add_argument("--categorical-hidden-rate-variables", nargs="+", metavar="COLUMN",
+                        help="variables for the categorical hidden rate")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Anonymise tables and databases with the Avatar "
+                     "method; measure privacy and signal; write HTML reports.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_common(parser, suppress=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                     parser_class=_Parser)
+
+    command = commands.add_parser("avatarize", help="avatarize one table (CSV or Parquet)")
+    command.add_argument("input", help="the original table")
+    command.add_argument("output", help="where to write the avatars (.csv or .parquet)")
+    command.add_argument("--k", type=int, default=20, help="neighbours per avatar (default 20)")
+    command.add_argument("--ncp", type=int, default=5, help="projection axes (default 5)")
+    command.add_argument("--seed", type=int, help="seed for a reproducible run")
+    command.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto")
+    command.add_argument("--imputation", choices=("median", "mean", "mode", "knn"),
+                         default="median", help="temporary filling of missing values")
+    command.add_argument("--categorical", choices=("draw", "argmax"), default="draw",
+                         help="how avatar modalities are chosen")
+    command.add_argument("--report", metavar="HTML", help="also write an HTML report")
+    command.add_argument("--unshuffled-output", metavar="FILE",
+                         help="also write the unshuffled avatars (row i = avatar of row i; "
+                         "SENSITIVE, for `gpu-avatar metrics` only, never release it)")
+    _add_types(command)
+    _add_metric_options(command)
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_avatarize)
+
+    command = commands.add_parser("database", help="avatarize a database declared in YAML")
+    command.add_argument("config", help="YAML file: tables, links, parameters")
+    command.add_argument("output_dir", help="folder for the avatar tables and the report")
+    command.add_argument("--seed", type=int, help="overrides the YAML seed")
+    command.add_argument("--backend", choices=("auto", "cpu", "gpu"),
+                         help="overrides the YAML backend")
+    command.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                         help="format of the avatar tables (default csv)")
+    command.add_argument("--report", metavar="HTML",
+                         help="report path (default OUTPUT_DIR/report.html)")
+    command.add_argument("--no-report", action="store_true", help="write no report")
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_database)
+
+    for name, handler, text in (
+        ("metrics", cmd_metrics, "privacy and signal metrics of avatars against originals"),
+        ("report", cmd_report, "HTML report of avatars against originals"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("original", help="the original table")
+        command.add_argument("avatars", metavar="unshuffled_avatars",
+                             help="the avatars, row i = avatar of original row i")
+        command.add_argument("--ncp", type=int, default=5,
+                             help="axes of the metric projection (default 5)")
+        command.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto")
+        if name == "metrics":
+            command.add_argument("--output", metavar="FILE",
+                                 help="also write the metrics (.csv or .json)")
+        else:
+            command.add_argument("-o", "--output", default="report.html", metavar="HTML",
+                                 help="report path (default report.html)")
+            command.add_argument("--title", default="Avatarization report")
+        _add_types(command)
+        _add_metric_options(command)
+        _add_common(command, suppress=True)
+        command.set_defaults(handler=handler)
+
+    command = commands.add_parser("demo", help="the README demo: AIDS table and a database")
+    command.add_argument("output_dir", nargs="?", default="demo-output",
+                         help="output folder (default demo-output)")
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_demo)
+    return parser
+
+
+# ----------------------------------------------------------------------------- commands
+def _say(*parts: Any) -> None:
+    print(*parts, flush=True)
+
+
+def _check_output_path(output: str | Path, *inputs: str | Path) -> Path:
+    from .files import table_format
+
+    output = Path(output)
+    if table_format(output) == "parquet":
+        import_extra("pyarrow", "parquet", "writing Parquet files")
+    for source in inputs:
+        if Path(source).resolve() == output.resolve():
+            raise AvatarError(f"{output} is also an input: write the avatars to another file")
+    return output
+
+
+def _privacy_line(privacy: Any) -> str:
+    frame = privacy.to_frame()
+    judged = frame["passed"].dropna()
+    return (f"privacy: hidden rate {privacy.hidden_rate:.1f} %, median local cloaking "
+            f"{privacy.local_cloaking:g}; {int(judged.astype(bool).sum())} of {len(judged)} "
+            "targets met")
+
+
+def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
+    from .files import read_table, write_table
+    from .progress import Steps
+
+    output = _check_output_path(args.output, args.input)
+    if args.unshuffled_output:
+        _check_output_path(args.unshuffled_output, args.input, args.output)
+    if args.report:
+        from .report import require_matplotlib
+
+        require_matplotlib()
+    steps = Steps(progress, "gpu-avatar avatarize")
+    with steps.step("read"):
+        df = read_table(args.input, sep=args.sep)
+    types = column_types(df, args)
+    start = time.perf_counter()
+    result = ga.avatarize(
+        df, k=args.k, ncp=args.ncp, seed=args.seed, types=types, backend=args.backend,
+        imputation=args.imputation, categorical=args.categorical, progress=progress,
+    )
+    seconds = time.perf_counter() - start
+    with steps.step("write"):
+        write_table(result.avatars, output)
+        if args.unshuffled_output:
+            write_table(result.sensitive_unshuffled_avatars, args.unshuffled_output)
+    _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in {seconds:.2f} s "
+         f"(k {result.parameters['k']}, ncp {result.parameters['ncp']}, seed {result.seed})")
+    if args.unshuffled_output:
+        _say(f"wrote the unshuffled avatars to {args.unshuffled_output} (sensitive: do not "
+             "release)")
+    if args.report:
+        with steps.step("privacy metrics"):
+            privacy = result.privacy_metrics(**_privacy_options(args))
+        result.report(args.report, name=Path(args.input).name, privacy=privacy,
+                      progress=progress)
+        _say(_privacy_line(privacy))
+        _say(f"wrote the report to {args.report}")
+    steps.close()
+    return 0
+
+
+def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """Original and avatars, identifier columns dropped, avatar dtypes cast to the original's
+    where CSV inference differs (e.g. integers read back as floats)."""
+    from .files import read_table
+
+    original = read_table(args.original, sep=args.sep)
+    avatars = read_table(args.avatars, sep=args.sep)
+    types = column_types(original, args)
+    identifiers = [c for c, kind in types.items() if kind == IDENTIFIER]
+    original = original.drop(columns=[c for c in identifiers if c in original])
+    avatars = avatars.drop(columns=[c for c in identifiers if c in avatars])
+    types = {c: kind for c, kind in types.items() if kind != IDENTIFIER}
+    for column in original.columns.intersection(avatars.columns):
+        if avatars[column].dtype != original[column].dtype:
+            try:
+                avatars[column] = avatars[column].astype(original[column].dtype)
+            except (TypeError, ValueError):
+                pass  # the metrics name the column and its dtypes
+    return original, avatars, types
+
+
+def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
+    from .progress import Steps
+
+    steps = Steps(progress, "gpu-avatar metrics", total=3)
+    with steps.step("read"):
+        original, avatars, types = _read_pair(args)
+    with steps.step("privacy metrics"):
+        privacy = ga.privacy_metrics(original, avatars, ncp=args.ncp, types=types,
+                                     backend=args.backend, **_privacy_options(args))
+    with steps.step("signal metrics"):
+        signal = ga.signal_metrics(original, avatars, types=types)
+    frame = pd.concat({"privacy": privacy.to_frame(), "signal": signal.to_frame()},
+                      names=["kind", "metric"])
+    with pd.option_context("display.max_rows", None, "display.width", 120):
+        _say(frame.to_string(float_format=lambda v: f"{v:.4g}"))
+    _say(_privacy_line(privacy))
+    if args.output:
+        path = Path(args.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".json":
+            frame.reset_index().to_json(path, orient="records", indent=2)
+        elif path.suffix.lower() == ".csv":
+            frame.reset_index().to_csv(path, index=False)
+        else:
+            raise AvatarError(f"{path}: --output must end in .csv or .json")
+        _say(f"wrote the metrics to {path}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, progress: bool) -> int:
+    from .progress import Steps
+    from .report import require_matplotlib, table_part, write_html
+
+    require_matplotlib()
+    with Steps(progress, "gpu-avatar report", total=1).step("read"):
+        original, avatars, types = _read_pair(args)
+    part = table_part(
+        original, avatars, name=Path(args.original).name, types=types, ncp=args.ncp,
+        backend=args.backend, privacy_options=_privacy_options(args), progress=progress,
+        parameters={"original": args.original, "avatars": args.avatars,
+                    "metric axes (ncp)": args.ncp},
+    )
+    write_html(args.output, args.title, [part])
+    _say(f"wrote the report to {args.output}")
+    return 0
+
+
+def cmd_database(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
+    from .config import load_database_config
+    from .demo import database_summary
+    from .files import write_table
+    from .progress import Steps
+
+    output = Path(args.output_dir)
+    report = None if args.no_report else Path(args.report or output / "report.html")
+    if report is not None:
+        from .report import require_matplotlib
+
+        require_matplotlib()
+    steps = Steps(progress, "gpu-avatar database")
+    with steps.step("read"):
+        config = load_database_config(args.config)
+    options = dict(config.options)
+    if args.seed is not None:
+        options["seed"] = args.seed
+    if args.backend is not None:
+        options["backend"] = args.backend
+    start = time.perf_counter()
+    result = ga.avatarize_database(config.database, progress=progress, **options)
+    seconds = time.perf_counter() - start
+    with steps.step("write"):
+        for name, table in result.tables.items():
+            write_table(table, output / f"{name}.{args.format}")
+    _say(f"wrote {len(result.tables)} avatar tables to {output}/ in {seconds:.2f} s "
+         f"(seed {result.parameters['seed']})")
+    with steps.step("privacy scenarios"):
+        privacy = result.privacy_metrics()
+    text = database_summary(result, seconds, privacy=privacy)
+    (output / "summary.txt").write_text(text)
+    _say(text)
+    if report is not None:
+        result.report(report, privacy=privacy, seconds=seconds, progress=progress,
+                      name=Path(args.config).stem)
+        _say(f"wrote the report to {report}")
+    steps.close()
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
+    from .demo import run_demo
+
+    run_demo(Path(args.output_dir), progress=progress)
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr, flush=True)
+
+
+def _progress_wanted(args: argparse.Namespace) -> bool:
+    if args.quiet or not sys.stderr.isatty():
+        return False
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (0 ok, 1 bad input, 2 bad command line)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        print(f"{PROG}: error: {one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.debug:
+        logging.basicConfig(level=logging.INFO, format=f"{PROG}: %(message)s")
+    from .progress import close_all
+
+    with warnings.catch_warnings():
+        if not args.debug:
+            warnings.showwarning = _show_warning
+        try:
+            return args.handler(args, _progress_wanted(args))
+        except KeyboardInterrupt:
+            close_all()
+            print(f"{PROG}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except Exception as error:
+            close_all()
+            if args.debug:
+                raise
+            print(f"{PROG}: error: {describe(error)}", file=sys.stderr)
+            return EXIT_USAGE if isinstance(error, UsageError) else EXIT_ERROR
+
+
+def describe(error: BaseException) -> str:
+    """One line for the user: the message of an expected error, the type of another."""
+    if isinstance(error, (AvatarError, UsageError)):
+        return one_line(error)
+    if isinstance(error, OSError) and error.strerror:
+        where = f": {error.filename}" if error.filename else ""
+        return one_line(f"{error.strerror}{where}")
+    return one_line(f"unexpected {type(error).__name__}: {error} (rerun with --debug for the "
+                    "traceback)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""Giving avatar children avatar parents (multitable.md sections 2.3 and 3): sum-preserving
+rounding of the avatarized children counts, nearest parent, and the linear sum assignment,
+exact below the block size and in balanced blocks above it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+
+from gpu_avatar import AvatarError
+from gpu_avatar.assignment import (
+    DEFAULT_BLOCK_SIZE,
+    assign_linear_sum,
+    assign_minimum_distance,
+    balanced_blocks,
+    round_preserving_sum,
+)
+
+
+def assignment_problem(n_children: int, n_parents: int, seed: int, dim: int = 5):
+    """Parents in a ``dim``-D shared space with skewed children counts (zeros included), and
+    children scattered around their parent, as after avatarization."""
+    rng = np.random.default_rng(seed)
+    parents = rng.standard_normal((n_parents, dim))
+    counts = round_preserving_sum(rng.negative_binomial(1, 0.3, n_parents), n_children)
+    owner = np.repeat(np.arange(n_parents), rng.permutation(counts))
+    children = parents[owner] + 0.5 * rng.standard_normal((n_children, dim))
+    return children, parents, counts
+
+
+def exact_cost(children, parents, counts) -> float:
+    """The optimum, straight from scipy on the dense slots x children matrix."""
+    cost = cdist(parents[np.repeat(np.arange(len(parents)), counts)], children)
+    rows, columns = linear_sum_assignment(cost)
+    return float(cost[rows, columns].sum())
+
+
+def assignment_cost(children, parents, parent_of_child) -> float:
+    return float(np.linalg.norm(children - parents[parent_of_child], axis=1).sum())
+
+
+# ------------------------------------------------------------------- sum-preserving rounding
+@pytest.mark.parametrize("seed", range(5))
+def test_round_preserving_sum_is_exact_non_negative_and_close(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    values = rng.gamma(0.7, 3.0, n)
+    values[rng.random(n) < 0.2] = 0.0
+    total = int(rng.integers(0, 5 * n))
+    counts = round_preserving_sum(values, total)
+    assert counts.dtype.kind == "i"
+    assert counts.shape == values.shape
+    assert counts.sum() == total
+    assert (counts >= 0).all()
+    scaled = values * total / values.sum() if values.sum() > 0 else np.full(n, total / n)
+    assert np.abs(counts - scaled).max() < 1.0  # floor or ceil of the scaled value
+    assert (counts[values == 0] == 0).all()
+
+
+def test_round_preserving_sum_keeps_counts_that_already_sum_right():
+    values = np.array([0.0, 3.0, 1.0, 7.0, 0.0, 2.0])
+    np.testing.assert_array_equal(round_preserving_sum(values, 13), values.astype(int))
+    # avatarized counts are blends: close to the input when their total is close to the target
+    noisy = values + np.array([0.2, -0.3, 0.4, 0.1, 0.3, -0.2])  # sums to 13.5
+    counts = round_preserving_sum(noisy, 13)
+    assert counts.sum() == 13
+    assert np.abs(counts - noisy).max() <= 1.0
+
+
+def test_round_preserving_sum_handles_negative_missing_and_all_zero_values():
+    counts = round_preserving_sum(np.array([-2.0, np.nan, 3.0, 1.0]), 8)
+    np.testing.assert_array_equal(counts, [0, 0, 6, 2])
+    spread = round_preserving_sum(np.zeros(4), 6)  # no information: as even as possible
+    assert spread.sum() == 6 and spread.max() - spread.min() <= 1
+    np.testing.assert_array_equal(round_preserving_sum(np.array([0.5, 2.5]), 0), [0, 0])
+    with pytest.raises(AvatarError, match="total"):
+        round_preserving_sum(np.ones(3), -1)
+
+
+# ----------------------------------------------------------------------- minimum distance
+def test_minimum_distance_gives_each_child_its_nearest_parent():
+    rng = np.random.default_rng(0)
+    parents, children = rng.standard_normal((40, 3)), rng.standard_normal((300, 3))
+    result = assign_minimum_distance(children, parents)
+    distances = cdist(children, parents)
+    np.testing.assert_array_equal(result.parent, distances.argmin(axis=1))
+    assert result.total_cost == pytest.approx(distances.min(axis=1).sum())
+
+
+# ------------------------------------------------------------------ linear sum assignment
+def test_exact_path_returns_the_optimum():
+    children, parents, counts = assignment_problem(600, 200, seed=1)
+    assert (counts == 0).any()
+    result = assign_linear_sum(children, parents, counts)  # 600 <= default block size
+    assert result.n_blocks == 1
+    np.testing.assert_array_equal(np.bincount(result.parent, minlength=len(parents)), counts)
+    optimum = exact_cost(children, parents, counts)
+    assert result.total_cost == pytest.approx(optimum, rel=1e-9)
+    assert assignment_cost(children, parents, result.parent) == pytest.approx(optimum, rel=1e-9)
+
+
+def test_blocked_assignment_at_4000_is_within_5_percent_of_the_exact_optimum():
+    n = 4000
+    children, parents, counts = assignment_problem(n, 1300, seed=0)
+    result = assign_linear_sum(children, parents, counts)
+    assert n > DEFAULT_BLOCK_SIZE and result.n_blocks >= 2
+    np.testing.assert_array_equal(np.bincount(result.parent, minlength=len(parents)), counts)
+    achieved = assignment_cost(children, parents, result.parent)
+    assert result.total_cost == pytest.approx(achieved, rel=1e-9)
+    optimum = exact_cost(children, parents, counts)  # the dense solve: seconds, once
+    assert optimum <= achieved * (1 + 1e-9)
+    assert achieved <= 1.05 * optimum
+
+
+def test_blocked_assignment_is_deterministic_and_independent_of_workers():
+    children, parents, counts = assignment_problem(1500, 500, seed=2)
+    runs = [
+        assign_linear_sum(children, parents, counts, block_size=300),
+        assign_linear_sum(children, parents, counts, block_size=300),
+        assign_linear_sum(children, parents, counts, block_size=300, workers=1),
+    ]
+    assert runs[0].n_blocks >= 5
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run.parent, runs[0].parent)
+        assert run.total_cost == runs[0].total_cost
+    np.testing.assert_array_equal(np.bincount(runs[0].parent, minlength=len(parents)), counts)
+
+
+def test_blocked_assignment_reports_its_ratio_to_the_optimum_on_small_problems():
+    children, parents, counts = assignment_problem(1200, 400, seed=3)
+    result = assign_linear_sum(children, parents, counts, block_size=250)
+    assert result.n_blocks > 1
+    optimum = exact_cost(children, parents, counts)
+    assert result.cost_ratio_to_exact == pytest.approx(result.total_cost / optimum, rel=1e-9)
+    assert 1.0 - 1e-9 <= result.cost_ratio_to_exact < 1.3
+
+
+@pytest.mark.parametrize("block_size", [1, 7, 64, 1000])
+def test_balanced_blocks_partition_both_sides_into_equal_blocks(block_size):
+    rng = np.random.default_rng(block_size)
+    slots, children = rng.standard_normal((333, 4)), rng.standard_normal((333, 4))
+    blocks = balanced_blocks(slots, children, block_size)
+    for block_slots, block_children in blocks:
+        assert len(block_slots) == len(block_children) <= block_size
+    np.testing.assert_array_equal(np.sort(np.concatenate([b[0] for b in blocks])), np.arange(333))
+    np.testing.assert_array_equal(np.sort(np.concatenate([b[1] for b in blocks])), np.arange(333))
+
+
+def test_inconsistent_counts_and_bad_block_size_are_refused():
+    children, parents, counts = assignment_problem(100, 30, seed=4)
+    with pytest.raises(AvatarError, match="sum to 99 but there are 100 children"):
+        assign_linear_sum(children, parents, counts - np.eye(1, 30, int(counts.argmax()), int))
+    with pytest.raises(AvatarError, match="block_size"):
+        assign_linear_sum(children, parents, counts, block_size=0)

@@ -1,0 +1,335 @@
+"""The ``gpu-avatar`` command, driven in a subprocess on the shipped data sets: files written,
+exit codes, and one line ``gpu-avatar: error: ...`` (no traceback) for each bad input."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+import threading
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+from cli_helpers import check_ok, gpu_avatar_command, parse_report, run_cli
+
+import gpu_avatar as ga
+from gpu_avatar.config import load_database_config
+from gpu_avatar.demo import load_hospital_database
+
+WBCD_TYPES = ["--types", "Sample_code_number=identifier", "Class=categorical"]
+AIDS_TYPES = ["--categorical-max-distinct", "10", "--types", "pidnum=identifier"]
+
+
+# ------------------------------------------------------------------------- tables
+def test_avatarize_csv_with_report_is_reproducible_and_metrics_read_it_back(
+    datasets_path, tmp_path
+):
+    wbcd = datasets_path / "wbcd.csv"
+    common = ["--k", "10", "--ncp", "2", "--seed", "3", *WBCD_TYPES]
+    first = check_ok(run_cli("avatarize", wbcd, tmp_path / "a.csv", *common,
+                             "--unshuffled-output", tmp_path / "unshuffled.csv",
+                             "--report", tmp_path / "report.html", "--known-variables",
+                             "Clump_Thickness", "Mitoses", "--target", "Class"))
+    check_ok(run_cli("avatarize", wbcd, tmp_path / "b.csv", *common, "--quiet"))
+    assert "wrote 683 avatars" in first.stdout and "seed 3" in first.stdout
+    assert "privacy: hidden rate" in first.stdout
+    assert "inference_categorical" in (tmp_path / "report.html").read_text()
+    assert len(parse_report(tmp_path / "report.html").plots) == 4
+
+    original = pd.read_csv(wbcd)
+    avatars = pd.read_csv(tmp_path / "a.csv")
+    assert list(avatars.columns) == list(original.columns) and len(avatars) == len(original)
+    assert (avatars.dtypes == original.dtypes).all()
+    assert not avatars["Sample_code_number"].isin(original["Sample_code_number"]).any()
+    pd.testing.assert_frame_equal(avatars, pd.read_csv(tmp_path / "b.csv"))  # same seed
+
+    metrics = check_ok(run_cli("metrics", wbcd, tmp_path / "unshuffled.csv", "--ncp", "2",
+                               *WBCD_TYPES, "--output", tmp_path / "metrics.json"))
+    assert "hidden_rate" in metrics.stdout and "hellinger_mean" in metrics.stdout
+    records = json.loads((tmp_path / "metrics.json").read_text())
+    rows = {(r["kind"], r["metric"]): r for r in records}
+    assert 0 <= rows[("privacy", "hidden_rate")]["value"] <= 100
+    assert rows[("signal", "hellinger_mean")]["target"] == "< 0.1"
+
+
+def test_avatarize_to_parquet_and_paper_metrics_from_files(datasets_path, tmp_path):
+    aids = datasets_path / "aids.csv"  # ';'-separated: detected
+    output = tmp_path / "out" / "aids.parquet"
+    done = check_ok(run_cli("avatarize", aids, output, "--k", "20", "--seed", "0", *AIDS_TYPES))
+    assert "wrote 2139 avatars" in done.stdout
+    original, avatars = pd.read_csv(aids, sep=";"), pd.read_parquet(output)
+    assert avatars.shape == original.shape
+    assert list(avatars.columns) == list(original.columns)
+    assert (avatars.dtypes == original.dtypes).all()
+
+    # The published avatars have no identifier column: identifiers are left out of metrics.
+    published = datasets_path / "aids_published_avatars_k20_ncp5.csv"
+    metrics = check_ok(run_cli("metrics", aids, published, "--ncp", "5", *AIDS_TYPES))
+    assert "hidden rate 92.9 %, median local cloaking 11;" in metrics.stdout  # the paper's
+
+
+def test_report_command_on_published_avatars(datasets_path, tmp_path):
+    report = tmp_path / "wbcd.html"
+    done = check_ok(run_cli("report", datasets_path / "wbcd.csv",
+                            datasets_path / "wbcd_published_avatars_k20_ncp2.csv",
+                            "--ncp", "2", *WBCD_TYPES, "--output", report))
+    assert f"wrote the report to {report}" in done.stdout
+    parsed = parse_report(report)
+    assert [kind for kind, _ in parsed.sections] == [
+        "parameters", "timings", "privacy", "signal", "plots"
+    ]
+    assert parsed.plots == ["projection", "distributions", "correlations", "local-cloaking"]
+    assert "hidden rate 92.7 %, median local cloaking 24" in report.read_text()  # the paper's
+
+
+# ------------------------------------------------------------------------- databases
+def _write_yaml(tmp_path, datasets_path, body: str):
+    folder = tmp_path / "config"
+    folder.mkdir(exist_ok=True)
+    relative = os.path.relpath(datasets_path, folder)  # table paths are relative to the YAML
+    path = folder / "db.yaml"
+    path.write_text(body.replace("DATA", relative))
+    return path
+
+
+HOSPITAL_YAML = """
+seed: 0
+k: 5
+tables:
+  patient: {path: DATA/patient.csv, primary_key: p_id, types: {gender: categorical}}
+  doctor: {path: DATA/doctor.csv, primary_key: d_id, k: 4, ncp: 2}
+  visit: {path: DATA/visit.csv, primary_key: visit_id}
+links:
+  - {parent: patient, child: visit, foreign_key: patient_id, method: linear_sum_assignment}
+  - {parent: doctor, parent_key: d_id, child: visit, foreign_key: doctor_id,
+     method: minimum_distance}
+"""
+
+
+def test_database_from_yaml(datasets_path, tmp_path):
+    config = _write_yaml(tmp_path, datasets_path, HOSPITAL_YAML)
+    output = tmp_path / "out"
+    done = check_ok(run_cli("database", config, output, "--format", "parquet"))
+    assert "wrote 3 avatar tables" in done.stdout and "Privacy summary" in done.stdout
+
+    tables = {name: pd.read_parquet(output / f"{name}.parquet")
+              for name in ("patient", "doctor", "visit")}
+    assert {name: len(t) for name, t in tables.items()} == {"patient": 130, "doctor": 50,
+                                                             "visit": 300}
+    assert tables["visit"]["patient_id"].isin(tables["patient"]["p_id"]).all()
+    assert tables["visit"]["doctor_id"].isin(tables["doctor"]["d_id"]).all()
+    assert (output / "summary.txt").read_text().startswith("# Database: 3 tables")
+    parsed = parse_report(output / "report.html")
+    assert [kind for kind, _ in parsed.parts] == ["database", "table", "table", "table"]
+    assert parsed.plots.count("children-per-parent") == 2
+    # per-table settings from the YAML: doctor with k 4, ncp 2
+    assert ('<td>doctor</td><td class="num">50</td><td class="num">50</td><td>d_id</td>'
+            '<td>yes</td><td>none</td><td class="num">4</td><td class="num">2</td>'
+            in (output / "report.html").read_text())
+
+
+def test_bundled_yaml_declares_the_demo_database():
+    path = resources.files("gpu_avatar.data").joinpath("hospital.yaml")
+    config = load_database_config(path)
+    expected = load_hospital_database()
+    assert list(config.database.tables) == list(expected.tables)
+    for name, table in expected.tables.items():
+        assert config.database.tables[name].primary_key == table.primary_key
+        pd.testing.assert_frame_equal(config.database.tables[name].data, table.data)
+    assert config.database.links == expected.links
+    assert config.options == {"seed": 0, "k": dict.fromkeys(expected.tables, 5),
+                              "ncp": dict.fromkeys(expected.tables, 5)}
+
+
+# ------------------------------------------------------------------------- bad input
+BAD_YAML = "tables:\n  patient: {path: DATA/patient.csv, primary_key: p_id\n"
+TYPO_YAML = "tables:\n  patient: {path: DATA/patient.csv, primary-key: p_id}\n"
+MISSING_TABLE_YAML = "tables:\n  patient: {path: DATA/nope.csv, primary_key: p_id}\n"
+BAD_LINK_YAML = """
+tables:
+  patient: {path: DATA/patient.csv, primary_key: p_id}
+  visit: {path: DATA/visit.csv, primary_key: visit_id}
+links:
+  - {parent: patient, child: visit, foreign_key: patient}
+"""
+BAD_KEY_YAML = """
+tables:
+  patient: {path: DATA/patient.csv, primary_key: gender}
+"""
+CYCLE_YAML = """
+tables:
+  patient: {path: DATA/patient.csv, primary_key: p_id}
+  visit: {path: DATA/visit.csv, primary_key: visit_id}
+links:
+  - {parent: patient, child: visit, foreign_key: patient_id}
+  - {parent: visit, child: patient, foreign_key: age}
+"""
+
+BAD_INPUTS = {
+    "missing input file": (["avatarize", "{tmp}/nope.csv", "{tmp}/a.csv"], 1,
+                           "input file {tmp}/nope.csv does not exist"),
+    "unknown column in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
+                                   "nosuch=categorical"], 1,
+                                  "types names unknown column(s) ['nosuch']"),
+    "unknown kind in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
+                                 "Class=ordinal"], 2, "kind 'ordinal' is not one of"),
+    "unsupported file type": (["avatarize", "{wbcd}", "{tmp}/a.xlsx"], 1,
+                              "unsupported file type"),
+    "output is the input": (["avatarize", "{tmp}/in.csv", "{tmp}/in.csv"], 1,
+                            "is also an input"),
+    "k out of range": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--k", "683"], 1,
+                       "k = 683 is out of range"),
+    "unknown command": (["anonymise"], 2, "invalid choice: 'anonymise'"),
+    "invalid YAML": (["database", "yaml:" + BAD_YAML, "{tmp}/out"], 1,
+                     "db.yaml: invalid YAML at line 3"),
+    "unknown YAML key": (["database", "yaml:" + TYPO_YAML, "{tmp}/out"], 1,
+                         "tables.patient: unknown key(s) ['primary-key']"),
+    "missing table file": (["database", "yaml:" + MISSING_TABLE_YAML, "{tmp}/out"], 1,
+                           "nope.csv does not exist"),
+    "link to an unknown column": (["database", "yaml:" + BAD_LINK_YAML, "{tmp}/out"], 1,
+                                  "'visit' has no column 'patient'"),
+    "primary key not unique": (["database", "yaml:" + BAD_KEY_YAML, "{tmp}/out"], 1,
+                               "primary key 'gender' is not unique"),
+    "links form a cycle": (["database", "yaml:" + CYCLE_YAML, "{tmp}/out"], 1,
+                           "the links form a cycle"),
+    "avatars of another table": (["metrics", "{aids}", "{wbcd}"], 1,
+                                 "unshuffled_avatars must have the original's columns"),
+    "unknown attacker column": (["metrics", "{wbcd}", "{wbcd}", "--known-variables", "nosuch"],
+                                1, "known_variables names unknown column(s) ['nosuch']"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
+def test_bad_input_prints_one_line(case, datasets_path, tmp_path):
+    arguments, status, message = BAD_INPUTS[case]
+    shutil.copy(datasets_path / "wbcd.csv", tmp_path / "in.csv")
+    names = {"tmp": tmp_path, "wbcd": datasets_path / "wbcd.csv",
+             "aids": datasets_path / "aids.csv"}
+    command = []
+    for argument in arguments:
+        if argument.startswith("yaml:"):
+            argument = str(_write_yaml(tmp_path, datasets_path, argument[5:]))
+        command.append(argument.format(**names))
+    process = run_cli(*command)
+    assert process.returncode == status
+    assert process.stdout == ""
+    lines = process.stderr.splitlines()
+    assert len(lines) == 1, process.stderr
+    assert lines[0].startswith("gpu-avatar: error: ")
+    assert message.format(**names) in lines[0]
+    assert (tmp_path / "in.csv").read_bytes() == (datasets_path / "wbcd.csv").read_bytes()
+
+
+def test_debug_shows_the_traceback(datasets_path, tmp_path):
+    process = run_cli("avatarize", datasets_path / "wbcd.csv", tmp_path / "a.csv", "--types",
+                      "nosuch=categorical", "--debug")
+    assert process.returncode == 1
+    assert "Traceback" in process.stderr and "AvatarError" in process.stderr
+
+
+def _blocking_extras(code: str) -> subprocess.CompletedProcess:
+    prelude = ("import sys\nfor name in ('matplotlib', 'tqdm', 'yaml', 'pyarrow'):\n"
+               "    sys.modules[name] = None\n")
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_core_works_without_the_extras(datasets_path, tmp_path):
+    """Without matplotlib, tqdm, PyYAML and pyarrow the package imports and avatarizes, and
+    each feature that needs one names the extra to install."""
+    code = f"""
+import gpu_avatar as ga, gpu_avatar.cli, gpu_avatar.report, gpu_avatar.config
+import numpy as np, pandas as pd
+df = pd.DataFrame({{"x": np.arange(40.0), "y": np.arange(40) % 3}})
+result = ga.avatarize(df, k=5, seed=0)
+for call in (lambda: result.report("r.html"), lambda: ga.avatarize(df, k=5, progress=True),
+             lambda: gpu_avatar.config.load_database_config("c.yaml")):
+    try:
+        call()
+    except ga.AvatarError as error:
+        print(error)
+sys.exit(gpu_avatar.cli.main(["avatarize", r"{datasets_path / 'wbcd.csv'}",
+                              r"{tmp_path / 'a.parquet'}"]))
+"""
+    process = _blocking_extras(code)
+    assert process.returncode == 1, process.stderr
+    assert process.stdout.splitlines() == [
+        "the HTML report needs matplotlib, which is not installed: pip install "
+        "'gpu_avatar[report]'",
+        "progress=True needs tqdm, which is not installed: pip install 'gpu_avatar[cli]'",
+        "reading a YAML database configuration needs yaml, which is not installed: pip "
+        "install 'gpu_avatar[cli]'",
+    ]
+    assert process.stderr == ("gpu-avatar: error: writing Parquet files needs pyarrow, which is "
+                              "not installed: pip install 'gpu_avatar[parquet]'\n")
+
+
+# ------------------------------------------------------------------------- progress
+def _run_on_terminal(*args) -> tuple[int, str]:
+    """Run the command with stderr on a pseudo-terminal (100 columns); return its output."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    process = subprocess.Popen([*gpu_avatar_command(), *map(str, args)],
+                               stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    status = process.wait(timeout=300)
+    reader.join(timeout=30)
+    os.close(master)
+    return status, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bars_on_a_terminal_only(datasets_path, tmp_path):
+    arguments = ["avatarize", datasets_path / "wbcd.csv", tmp_path / "a.csv", "--k", "10",
+                 *WBCD_TYPES]
+    status, shown = _run_on_terminal(*arguments)
+    assert status == 0
+    assert "avatarize" in shown and "%|" in shown and "neighbours" in shown
+    status, shown = _run_on_terminal(*arguments, "--quiet")
+    assert status == 0 and shown == ""
+
+
+def test_progress_callback():
+    df = pd.DataFrame({"x": np.arange(60.0), "y": np.arange(60) % 4})
+    calls = []
+    ga.avatarize(df, k=5, seed=0, progress=lambda *call: calls.append(call))
+    assert [c[0] for c in calls][-4:] == ["projection", "neighbours", "synthesis", "decode"]
+    assert [c[1] for c in calls] == list(range(1, len(calls) + 1))
+    assert all(c[2] == len(calls) for c in calls)
+
+    calls.clear()
+    ga.avatarize_database(load_hospital_database(), k=5, seed=0,
+                          progress=lambda *call: calls.append(call))
+    assert [c[0] for c in calls] == [
+        "table patient", "table doctor", "table visit", "link patient -> visit",
+        "link doctor -> visit",
+    ]
+    with pytest.raises(ga.AvatarError, match="progress must be"):
+        ga.avatarize(df, k=5, progress="yes")
+
+
+def test_python_dash_m_runs_the_command():
+    process = subprocess.run([sys.executable, "-m", "gpu_avatar", "--version"],
+                             capture_output=True, text=True, timeout=60)
+    assert process.returncode == 0 and process.stdout.strip() == f"gpu-avatar {ga.__version__}"
