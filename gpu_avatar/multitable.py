@@ -111,14 +111,17 @@ class DatabaseAvatarizationResult:
         return write_database_report(self, path, **options)
 
 
-def _per_table(value: Any, name: str, tables: list[str], argument: str) -> Any:
+def _per_table(
+    value: Any, name: str, tables: list[str], argument: str, required: bool = True
+) -> Any:
+    """The value for table ``name`` of a scalar or per-table dict argument."""
     if isinstance(value, Mapping):
         unknown = [t for t in value if t not in tables]
         if unknown:
             raise AvatarError(f"{argument} names unknown table(s) {unknown}; tables: {tables}")
-        if name not in value:
+        if name not in value and required:
             raise AvatarError(f"{argument} has no value for table {name!r}")
-        return value[name]
+        return value.get(name)
     return value
 
 
@@ -196,8 +199,11 @@ def avatarize_database(
     imputation: str = "median",
     assignment_block_size: int | None = None,
     progress: ProgressLike = None,
+    batch_size: int | Mapping[str, int | None] | None = None,
 ) -> DatabaseAvatarizationResult:
-    """Avatarize every table of ``db`` and relink them; ``k`` and ``ncp`` may be per table.
+    """Avatarize every table of ``db`` and relink them; ``k``, ``ncp`` and ``batch_size`` may
+    be per table (a table larger than its ``batch_size`` is avatarized in batches, as
+    ``avatarize`` does; its links then use the blocked assignment as usual).
 
     ``progress``: None (silent), True (a tqdm bar over tables and links) or a callable
     ``(step, done, total)``, see ``gpu_avatar.progress``.
@@ -243,6 +249,7 @@ def avatarize_database(
             types=types,
             imputation=imputation,
             backend=backend,
+            batch_size=_per_table(batch_size, name, order, "batch_size", required=False),
         )
         results[name] = result
         steps.advance()

@@ -763,3 +763,30 @@ def test_a_parent_with_two_children_tables_keeps_both_links():
         ("patient", "to_top_enriched", "visit"),
         ("patient", "to_top_enriched", "lab"),
     } <= entries
+
+
+def test_large_child_table_in_batches_keeps_integrity_and_contract():
+    """A child table above its batch_size is avatarized in batches; links stay whole."""
+    rng = np.random.default_rng(5)
+    parents = pd.DataFrame(
+        {"pid": np.arange(120), "age": rng.normal(50, 10, 120), "sex": rng.choice(["F", "M"], 120)}
+    )
+    children = pd.DataFrame(
+        {
+            "cid": np.arange(1500),
+            "pid": rng.integers(0, 120, 1500),
+            "dose": rng.gamma(2.0, 3.0, 1500),
+            "drug": rng.choice(["a", "b", "c"], 1500),
+        }
+    )
+    db = ga.Database()
+    db.add_table("parent", parents, primary_key="pid")
+    db.add_table("child", children, primary_key="cid")
+    db.add_link("parent", "pid", "child", "pid")
+    result = ga.avatarize_database(db, k=10, seed=1, batch_size={"child": 500})
+    assert result.table_results["child"].batches is not None
+    assert len(result.table_results["child"].batches) == 3
+    child = result.tables["child"]
+    assert child.shape == children.shape and child.dtypes.equals(children.dtypes)
+    assert child["pid"].isin(result.tables["parent"]["pid"]).all()
+    assert set(child["drug"]) <= {"a", "b", "c"}
