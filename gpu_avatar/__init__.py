@@ -6,6 +6,7 @@ result.avatars                       # the release
 result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
+from . import distributed  # Dask itself is imported on first use
 from .avatarize import AvatarizationResult, avatarize
 from .backend import Backend, resolve_backend
 from .database import Database
@@ -14,6 +15,7 @@ from .multitable import DatabaseAvatarizationResult, avatarize_database
 from .privacy import PrivacyMetrics, privacy_metrics
 from .projection import FAMD, MCA, PCA
 from .signal import SignalMetrics, signal_metrics
+from .streaming import ParquetAvatarization, avatarize_parquet
 
 __version__ = "0.1.0"
 
@@ -31,6 +33,9 @@ __all__ = [
     "SignalMetrics",
     "avatarize",
     "avatarize_database",
+    "avatarize_parquet",
+    "distributed",
+    "ParquetAvatarization",
     "privacy_metrics",
     "signal_metrics",
     "resolve_backend",

@@ -47,14 +47,17 @@ def covering_rows(codes: np.ndarray, order: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate(chosen))
 
 
-def plan_batches(
-    codes: np.ndarray, batch_size: int, sequence: np.random.SeedSequence
-) -> list[np.ndarray]:
-    """Row positions of each batch; batch 0 covers every modality of ``codes`` (n, p)."""
-    n = codes.shape[0]
+def plan_order(n: int, sequence: np.random.SeedSequence) -> np.ndarray:
+    """The seeded order of a batched run over ``n`` rows: covering rows are the first of each
+    modality in this order, and the other rows fill the batches in this order."""
+    return np.random.default_rng(_child(sequence, _PLAN_STREAM, 0)).permutation(n)
+
+
+def split_plan(order: np.ndarray, covering: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Row positions of each batch: the ``covering`` rows (sorted) then the rest of ``order``
+    fill batch 0, the rest of ``order`` the other batches, all of the same size (+/- 1)."""
+    n = order.size
     n_batches = -(-n // batch_size)
-    order = np.random.default_rng(_child(sequence, _PLAN_STREAM, 0)).permutation(n)
-    covering = covering_rows(codes, order)
     if covering.size > batch_size // 2:
         raise AvatarError(
             f"showing every modality takes {covering.size} rows, more than half a batch "
@@ -66,3 +69,11 @@ def plan_batches(
     pieces = np.split(rest, cuts[:-1])
     pieces[0] = np.concatenate([covering, pieces[0]])
     return pieces
+
+
+def plan_batches(
+    codes: np.ndarray, batch_size: int, sequence: np.random.SeedSequence
+) -> list[np.ndarray]:
+    """Row positions of each batch; batch 0 covers every modality of ``codes`` (n, p)."""
+    order = plan_order(codes.shape[0], sequence)
+    return split_plan(order, covering_rows(codes, order), batch_size)

@@ -34,7 +34,7 @@ metrics.md; the last five are this project's, in the reference product's spirit)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ from .errors import AvatarError
 from .metrics_common import Target, check_same_table, check_variables, metrics_frame
 from .neighbours import nearest_neighbours
 from .projection import Projection, projection_kind
-from .reductions import distance_ranks
+from .reductions import DistanceRanks, distance_ranks
 
 PRIVACY_TARGETS = {
     "hidden_rate": Target(">", 90),
@@ -245,12 +245,15 @@ def privacy_metrics(
     closest_rate_percentage_threshold: float = 0.3,
     closest_rate_ratio_threshold: float = 0.3,
     engine: str = "auto",
+    reduction: Callable[[Any, Any, Backend], DistanceRanks] | None = None,
 ) -> PrivacyMetrics:
     """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
 
     ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
     values for the metric projection only; ``engine`` picks the reduction ("brute" or
-    "kdtree"; "auto" by size and backend). See the module docstring for every definition.
+    "kdtree"; "auto" by size and backend), or ``reduction(originals, avatars, backend)``
+    replaces it (``gpu_avatar.distributed`` runs it as Dask tasks). See the module docstring
+    for every definition.
     """
     original = to_pandas(original)
     avatars = check_same_table(
@@ -272,7 +275,10 @@ def privacy_metrics(
     backend = resolve_backend(backend)
 
     x, (y,), encoder = metric_coordinates(original, [avatars], ncp, types, imputation, backend)
-    ranks = distance_ranks(x, y, backend, engine)
+    if reduction is None:
+        ranks = distance_ranks(x, y, backend, engine)
+    else:
+        ranks = reduction(x, y, backend)
     hidden_rate = 100.0 * float(ranks.hidden.mean())
     ratio = np.ones_like(ranks.closest)
     np.divide(ranks.closest, ranks.second_closest, out=ratio, where=ranks.second_closest > 0)

@@ -108,9 +108,10 @@ def _ranks(backend: Backend, own, cloaking, hidden, first, second) -> DistanceRa
     )
 
 
-def _tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool):
+def _tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool, first_row: int = 0):
     """Counts and hidden flags of the originals ``rows`` against every avatar, tile by tile;
-    with ``columns`` (rows = all originals) also each avatar's two smallest squared distances."""
+    with ``columns`` also each avatar's two smallest squared distances to those originals.
+    ``x`` and ``own`` may hold a block of originals starting at global row ``first_row``."""
     xp = backend.xp
     n = y.shape[0]
     cloaking = xp.zeros(rows.shape[0], dtype=xp.int64)
@@ -118,7 +119,7 @@ def _tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool):
     best = xp.full((2, n), xp.inf) if columns else None
     for i0 in range(0, rows.shape[0], tile):
         block = rows[i0 : i0 + tile]
-        row_ids = block[:, None]
+        row_ids = block[:, None] + first_row
         own_rows = own[block][:, None]
         for j0 in range(0, n, tile):
             j1 = min(j0 + tile, n)

@@ -1,0 +1,303 @@
+"""Dask: batches as tasks across workers, CPUs or GPUs (gpu.md section 5).
+
+``avatarize(source, destination, client=None, ...)`` is ``avatarize_parquet`` with another
+scheduler: the scan, the routing and the fit run on the driver (the client's process), the
+fitted model is broadcast once to every worker (``client.scatter(..., broadcast=True)``), then
+every batch is one task running ``streaming.process_batch``, which reads its spill file, writes
+its part and returns its privacy metrics. The output files are those of the local streamed
+run for the same seed. A task that fails (or a worker that dies) raises an ``AvatarError``
+naming the batch; the destination then stays marked incomplete and ``resume=True`` finishes
+it. On a cluster of several machines, ``destination`` must be a folder every worker can read
+and write (a shared file system).
+
+``privacy_metrics(original, unshuffled_avatars, client=None, ...)`` is ``ga.privacy_metrics``
+with the distance-rank reduction spread over the workers: the avatar coordinates are broadcast,
+the originals split into row blocks, one task per block (local cloaking and hidden flag of its
+rows, and for every avatar its two smallest distances to the block's originals); the driver
+merges the top-2 distances. The values are exactly those of ``ga.privacy_metrics``.
+
+``client=None`` starts a ``distributed.LocalCluster`` (one single-threaded worker per core) for
+the call. GPUs: one worker per GPU with ``dask_cuda`` and ``backend="gpu"``, the same code::
+
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+    import gpu_avatar as ga
+
+    with LocalCUDACluster() as cluster, Client(cluster) as client:
+        ga.distributed.avatarize("visits/", "avatars/", client=client, k=20,
+                                 batch_size=2_000_000, backend="gpu")
+
+(the model is fitted on the driver's GPU and travels to each worker's own GPU). Needs
+``pip install 'gpu_avatar[dask]'``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .backend import CPU, Backend, resolve_backend
+from .distances import rowwise_squared
+from .errors import AvatarError, import_extra
+from .privacy import PrivacyMetrics
+from .privacy import privacy_metrics as local_privacy_metrics
+from .progress import ProgressLike
+from .reductions import DistanceRanks, _ranks, _tile_pass, default_tile
+from .streaming import (
+    BatchContext,
+    BatchTask,
+    ParquetAvatarization,
+    batch_error,
+    process_batch,
+    run_streamed,
+)
+
+
+def _distributed():
+    return import_extra("distributed", "dask", "gpu_avatar.distributed")
+
+
+@contextmanager
+def _client_for(client: Any):
+    """``client``, or a client of a LocalCluster started for the call and closed after it."""
+    if client is not None:
+        yield client
+        return
+    distributed = _distributed()
+    with (
+        distributed.LocalCluster(
+            n_workers=max(1, os.cpu_count() or 1),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        ) as cluster,
+        distributed.Client(cluster) as local_client,
+    ):
+        yield local_client
+
+
+def _failure_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+class DaskExecutor:
+    """The Dask scheduler of ``streaming.run_streamed``: batches as tasks."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def __call__(
+        self,
+        tasks: list[BatchTask],
+        context: BatchContext,
+        done: Callable[[BatchTask, dict], None],
+    ) -> None:
+        if not tasks:
+            return
+        distributed = _distributed()
+        shared = self.client.scatter(context, broadcast=True)  # the model, once per worker
+        run = uuid.uuid4().hex[:12]
+        futures = {
+            self.client.submit(
+                process_batch,
+                task,
+                shared,
+                key=f"gpu-avatar-batch-{task.batch:05d}-{run}",
+                pure=False,
+            ): task
+            for task in tasks
+        }
+        try:
+            for future in distributed.as_completed(futures):
+                task = futures[future]
+                try:
+                    summary = future.result()
+                except Exception as error:
+                    raise batch_error(task, error, Path(context.destination)) from error
+                done(task, summary)
+                future.release()
+        finally:
+            self.client.cancel(list(futures))
+            self.client.cancel([shared])
+
+
+def avatarize(
+    source: str | os.PathLike,
+    destination: str | os.PathLike,
+    client: Any = None,
+    *,
+    k: int,
+    batch_size: int,
+    ncp: int = 5,
+    seed: int | None = None,
+    types: Mapping[Any, str] | None = None,
+    column_weights: Mapping[Any, float] | None = None,
+    imputation: str = "median",
+    categorical: str = "draw",
+    backend: str | Backend = "auto",
+    metrics: bool = True,
+    resume: bool = False,
+    progress: ProgressLike = None,
+) -> ParquetAvatarization:
+    """``ga.avatarize_parquet`` with every batch a Dask task on ``client`` (a
+    ``distributed.Client``; None: a LocalCluster for the call). Same parameters, same output
+    files for the same seed; see the module docstring."""
+    with _client_for(client) as active:
+        return run_streamed(
+            source,
+            destination,
+            k=k,
+            batch_size=batch_size,
+            ncp=ncp,
+            seed=seed,
+            types=types,
+            column_weights=column_weights,
+            imputation=imputation,
+            categorical=categorical,
+            backend=backend,
+            metrics=metrics,
+            resume=resume,
+            progress=progress,
+            executor=DaskExecutor(active),
+            scheduler="dask",
+        )
+
+
+# ------------------------------------------------------------------ privacy metrics
+def rank_block(x_block: np.ndarray, y: np.ndarray, start: int, backend: str, tile: int | None):
+    """One task of the distributed reduction: originals ``start .. start + len(x_block)``
+    against every avatar ``y``, tile by tile (the arithmetic of ``reductions._tile_pass``).
+
+    Returns the block's own squared distances, local cloaking counts and hidden flags, and for
+    every avatar the two smallest squared distances to the block's originals (2, n)."""
+    backend_ = resolve_backend(backend)
+    xp = backend_.xp
+    x = backend_.asarray(x_block, dtype=np.float64)
+    y = backend_.asarray(y, dtype=np.float64)
+    m = x.shape[0]
+    own = rowwise_squared(x, y[start : start + m], xp)
+    cloaking, hidden, best = _tile_pass(
+        x, y, own, xp.arange(m), backend_, tile or default_tile(backend_), True, first_row=start
+    )
+    to_numpy = backend_.to_numpy
+    return start, to_numpy(own), to_numpy(cloaking), to_numpy(hidden), to_numpy(best)
+
+
+def _merge_two_smallest(best: np.ndarray, other: np.ndarray) -> np.ndarray:
+    stacked = np.concatenate([best, other], axis=0)
+    return np.sort(np.partition(stacked, 1, axis=0)[:2], axis=0)
+
+
+def distance_ranks(
+    originals: np.ndarray,
+    avatars: np.ndarray,
+    client: Any,
+    block_rows: int | None = None,
+    backend: str | Backend = "cpu",
+    tile: int | None = None,
+) -> DistanceRanks:
+    """``reductions.distance_ranks`` with the original rows split into blocks as tasks
+    (identical values: every pair gets the same arithmetic)."""
+    distributed = _distributed()
+    x = np.ascontiguousarray(originals, dtype=np.float64)
+    y = np.ascontiguousarray(avatars, dtype=np.float64)
+    if x.shape != y.shape:
+        raise AvatarError(f"originals {x.shape} and avatars {y.shape} must have the same shape")
+    n = x.shape[0]
+    if n < 2:
+        raise AvatarError("distance metrics need at least 2 rows")
+    if block_rows is None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        block_rows = -(-n // (4 * workers))
+    block_rows = max(1, int(block_rows))
+    backend_name = backend.name if isinstance(backend, Backend) else backend
+    shared = client.scatter(y, broadcast=True)
+    futures = {}
+    for start in range(0, n, block_rows):
+        future = client.submit(
+            rank_block,
+            x[start : start + block_rows],
+            shared,
+            start,
+            backend_name,
+            tile,
+            pure=False,
+        )
+        futures[future] = start
+    own = np.empty(n)
+    cloaking = np.empty(n, dtype=np.int64)
+    hidden = np.empty(n, dtype=bool)
+    best = np.full((2, n), np.inf)
+    try:
+        for future in distributed.as_completed(futures):
+            try:
+                start, own_b, cloaking_b, hidden_b, best_b = future.result()
+            except Exception as error:
+                first = futures[future]
+                raise AvatarError(
+                    f"the distance-rank block of rows {first:,} to "
+                    f"{min(first + block_rows, n) - 1:,} failed: {_failure_text(error)}"
+                ) from error
+            stop = start + own_b.size
+            own[start:stop], cloaking[start:stop], hidden[start:stop] = own_b, cloaking_b, hidden_b
+            best = _merge_two_smallest(best, best_b)
+            future.release()
+    finally:
+        client.cancel(list(futures))
+        client.cancel([shared])
+    return _ranks(CPU, own, cloaking, hidden, best[0], best[1])
+
+
+def privacy_metrics(
+    original: pd.DataFrame,
+    unshuffled_avatars: pd.DataFrame,
+    client: Any = None,
+    ncp: int = 5,
+    known_variables: Any = None,
+    target: Any = None,
+    categorical_hidden_rate_variables: Any = None,
+    types: Mapping[Any, str] | None = None,
+    backend: str | Backend = "auto",
+    imputation: str = "mean",
+    closest_rate_percentage_threshold: float = 0.3,
+    closest_rate_ratio_threshold: float = 0.3,
+    block_rows: int | None = None,
+) -> PrivacyMetrics:
+    """``ga.privacy_metrics`` (same parameters, same values) with the distance-rank reduction
+    run as Dask tasks on ``client`` (None: a LocalCluster for the call). The metric projection
+    and the other metrics run on the driver; ``block_rows`` originals per task (default: four
+    blocks per worker); ``backend`` is resolved on the driver and inside every task."""
+    resolved = resolve_backend(backend)
+    task_backend = backend.name if isinstance(backend, Backend) else backend
+    with _client_for(client) as active:
+
+        def reduction(x, y, driver_backend):
+            return distance_ranks(
+                driver_backend.to_numpy(x),
+                driver_backend.to_numpy(y),
+                active,
+                block_rows,
+                task_backend,
+            )
+
+        return local_privacy_metrics(
+            original,
+            unshuffled_avatars,
+            ncp=ncp,
+            known_variables=known_variables,
+            target=target,
+            categorical_hidden_rate_variables=categorical_hidden_rate_variables,
+            types=types,
+            backend=resolved,
+            imputation=imputation,
+            closest_rate_percentage_threshold=closest_rate_percentage_threshold,
+            closest_rate_ratio_threshold=closest_rate_ratio_threshold,
+            reduction=reduction,
+        )

@@ -1,0 +1,142 @@
+"""Dask: ``ga.distributed.avatarize`` and ``ga.distributed.privacy_metrics``.
+
+A ``LocalCluster`` with two single-threaded worker processes must give exactly the files of the
+local streamed run for the same seed, and exactly the values of ``ga.privacy_metrics``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_streaming import MIXED_TYPES, aids, mixed_table, write_parts  # noqa: F401
+
+import gpu_avatar as ga
+from gpu_avatar import AvatarError
+from gpu_avatar.errors import MissingExtraError
+from gpu_avatar.reductions import distance_ranks
+from gpu_avatar.streaming import INCOMPLETE, SPILL, SUCCESS, read_manifest, spill_name
+
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        yield dask_client
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dask") / "source"
+    return write_parts(mixed_table(1200, seed=3), folder, 3)
+
+
+SETTINGS = dict(k=8, batch_size=400, seed=21, types=MIXED_TYPES, backend="cpu")
+
+
+def test_dask_run_equals_the_local_streamed_run(client, source, tmp_path):
+    local = ga.avatarize_parquet(source, tmp_path / "local", **SETTINGS)
+    steps = []
+    dask = ga.distributed.avatarize(
+        source,
+        tmp_path / "dask",
+        client=client,
+        progress=lambda s, d, t: steps.append(s),
+        **SETTINGS,
+    )
+    assert dask.parts == local.parts and len(dask.parts) == 3
+    assert sorted(p.name for p in (tmp_path / "dask").iterdir()) == sorted(
+        p.name for p in (tmp_path / "local").iterdir()
+    )
+    for part in local.parts:
+        assert (tmp_path / "dask" / part).read_bytes() == (tmp_path / "local" / part).read_bytes()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "dask"), pd.read_parquet(tmp_path / "local")
+    )
+    ours, theirs = read_manifest(tmp_path / "dask"), read_manifest(tmp_path / "local")
+    assert ours["scheduler"] == "dask" and theirs["scheduler"] == "local"
+    for key in ("parameters", "seed", "rows_per_part", "privacy_metrics"):
+        assert ours[key] == theirs[key], key
+    assert sorted(s for s in steps if s.startswith("batch")) == ["batch 0", "batch 1", "batch 2"]
+
+
+def test_a_failing_task_names_its_batch(client, source, tmp_path):
+    destination = tmp_path / "dask"
+
+    def break_batch_2(step, done, total):
+        if step == "fit":
+            (destination / SPILL / spill_name(2)).write_bytes(b"broken")
+
+    with pytest.raises(AvatarError, match=r"batch 2 \(of 3"):
+        ga.distributed.avatarize(
+            source, destination, client=client, progress=break_batch_2, **SETTINGS
+        )
+    assert (destination / INCOMPLETE).is_file() and not (destination / SUCCESS).exists()
+    assert not (destination / "part-00002.parquet").exists()
+    # the other batches are recorded; resume re-routes (the spill file is broken) and finishes
+    result = ga.distributed.avatarize(
+        source, destination, client=client, resume=True, **{**SETTINGS, "seed": None}
+    )
+    assert (destination / SUCCESS).is_file() and len(result.parts) == 3
+
+
+def test_privacy_metrics_equal_the_local_ones(client, aids):  # noqa: F811
+    df, types = aids
+    result = ga.avatarize(df, k=20, seed=2, types=types, backend="cpu")
+    options = dict(
+        types=types,
+        known_variables=["age", "wtkg", "gender"],
+        target="cens",
+        categorical_hidden_rate_variables=["gender", "race"],
+    )
+    local = ga.privacy_metrics(df, result.sensitive_unshuffled_avatars, **options)
+    spread = ga.distributed.privacy_metrics(
+        df, result.sensitive_unshuffled_avatars, client=client, block_rows=500, **options
+    )
+    pd.testing.assert_frame_equal(spread.to_frame(), local.to_frame())
+    for name in (
+        "local_cloaking_per_individual",
+        "hidden_per_individual",
+        "distance_to_closest_per_avatar",
+        "closest_distances_ratio_per_avatar",
+    ):
+        np.testing.assert_array_equal(getattr(spread, name), getattr(local, name))
+    assert spread.inference_categorical == local.inference_categorical is not None
+
+
+def test_distance_ranks_with_ties_equal_the_reduction(client):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, size=(300, 2)).astype(float)  # many exact ties and duplicates
+    y = np.vstack([x[:150], rng.integers(0, 3, size=(150, 2)).astype(float)])
+    expected = distance_ranks(x, y, engine="brute", tile=64)
+    got = ga.distributed.distance_ranks(x, y, client, block_rows=70, tile=32)
+    for name in ("own_distance", "local_cloaking", "hidden", "closest", "second_closest"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), name)
+
+
+def test_client_none_starts_a_local_cluster(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker per core: keep it small here
+    df = mixed_table(150, seed=1)
+    result = ga.avatarize(df, k=5, seed=0, types=MIXED_TYPES, backend="cpu")
+    local = ga.privacy_metrics(df, result.sensitive_unshuffled_avatars, types=MIXED_TYPES)
+    spread = ga.distributed.privacy_metrics(
+        df, result.sensitive_unshuffled_avatars, types=MIXED_TYPES
+    )
+    assert spread.hidden_rate == local.hidden_rate
+    assert spread.local_cloaking == local.local_cloaking
+
+
+def test_missing_dask_names_the_extra(monkeypatch, source, tmp_path):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingExtraError, match=r"gpu_avatar\[dask\]"):
+        ga.distributed.avatarize(source, tmp_path / "out", **SETTINGS)
