@@ -14,7 +14,7 @@ import pandas as pd
 
 from .backend import Backend, ensure_fits, like_input, resolve_backend, to_pandas
 from .batches import batch_seed, check_batch_size, plan_batches
-from .encoding import TableEncoder, fresh_identifiers, validate_table
+from .encoding import EncodedTable, TableEncoder, fresh_identifiers, validate_table
 from .errors import AvatarError
 from .neighbours import nearest_neighbours
 from .privacy import PrivacyMetrics, privacy_metrics
@@ -47,14 +47,13 @@ class AvatarizationResult:
     def privacy_metrics(self, **overrides: Any) -> PrivacyMetrics:
         """``ga.privacy_metrics`` on this run's originals and unshuffled avatars, with the
         run's ``ncp``, ``types`` and backend unless overridden."""
-        settings = dict(
-            ncp=self.parameters["ncp"],
-            types=self.parameters["types"],
-            backend=self.parameters["backend"],
-        )
-        settings.update(overrides)
         avatars = to_pandas(self.sensitive_unshuffled_avatars)
-        return privacy_metrics(self.original, avatars, **settings)
+        return privacy_metrics(self.original, avatars, **self._privacy_settings(overrides))
+
+    def _privacy_settings(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The run's metric settings (ncp, types, backend), overridden by ``overrides``."""
+        settings = {key: self.parameters[key] for key in ("ncp", "types", "backend")}
+        return {**settings, **overrides}
 
     def signal_metrics(self, **overrides: Any) -> SignalMetrics:
         """``ga.signal_metrics`` between this run's originals and released avatars."""
@@ -67,12 +66,7 @@ class AvatarizationResult:
         row per batch, then the ``mean`` and the ``worst`` (lowest for every metric whose
         target is a minimum). A run without batches has a single batch."""
         batches = self.batches or [np.arange(len(self.original))]
-        settings = dict(
-            ncp=self.parameters["ncp"],
-            types=self.parameters["types"],
-            backend=self.parameters["backend"],
-        )
-        settings.update(overrides)
+        settings = self._privacy_settings(overrides)
         avatars = to_pandas(self.sensitive_unshuffled_avatars)
         rows = {}
         for b, positions in enumerate(batches):
@@ -159,6 +153,15 @@ def fit_model(
     neighbour_engine: str = "auto",
 ) -> AvatarModel:
     """Fit the encoder and the projection on ``df`` (the whole table, or the first batch)."""
+    return _fit_model_encoded(
+        df, k, ncp, column_weights, types, imputation, backend, categorical, neighbour_engine
+    )[0]
+
+
+def _fit_model_encoded(
+    df, k, ncp, column_weights, types, imputation, backend, categorical, neighbour_engine
+) -> tuple[AvatarModel, EncodedTable]:
+    """``fit_model``, also returning ``df`` encoded (its first batch needs it again)."""
     encoder = TableEncoder(types, imputation).fit(df)
     if not encoder.variable_sources_:
         raise AvatarError("the table has no variable besides identifier columns")
@@ -166,9 +169,10 @@ def fit_model(
     encoded = encoder.transform(df)
     kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
     projection = Projection(kind, weights, backend).fit(encoded)
-    return AvatarModel(
+    model = AvatarModel(
         encoder, projection, k, min(ncp, projection.n_components_), categorical, neighbour_engine
     )
+    return model, encoded
 
 
 def avatarize_rows(
@@ -178,12 +182,14 @@ def avatarize_rows(
     identifiers: Mapping[Any, np.ndarray] | None = None,
     timings: dict[str, float] | None = None,
     steps: Steps | None = None,
+    encoded: EncodedTable | None = None,
 ) -> pd.DataFrame:
-    """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i."""
+    """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i.
+    ``encoded``: ``df`` already encoded by the model's encoder, if at hand."""
     timings = {} if timings is None else timings
     backend = model.backend
     with _timed(timings, "projection", steps):
-        encoded = model.encoder.transform(df)
+        encoded = model.encoder.transform(df) if encoded is None else encoded
         coordinates = model.projection.transform(encoded, model.ncp)
     with _timed(timings, "neighbours", steps):
         indices, distances = nearest_neighbours(
@@ -256,9 +262,9 @@ def avatarize(
             seeds = [batch_seed(sequence, b) for b in range(len(batches))]
     steps = Steps(progress, "avatarize", total=1 + 4 * len(batches))
     first = frame.iloc[batches[0]]
-    ensure_fits(backend, _device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
+    ensure_fits(backend, device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
     with _timed(timings, "fit", steps):
-        model = fit_model(
+        model, first_encoded = _fit_model_encoded(
             first,
             k,
             ncp,
@@ -283,8 +289,9 @@ def avatarize(
             {name: ids[rows] for name, ids in identifiers.items()},
             timings,
             steps,
+            encoded=first_encoded if b == 0 else None,
         )
-        for rows, batch_sequence in zip(batches, seeds, strict=True)
+        for b, (rows, batch_sequence) in enumerate(zip(batches, seeds, strict=True))
     ]
     if len(parts) == 1:
         unshuffled = parts[0]
@@ -312,7 +319,7 @@ def avatarize(
     )
 
 
-def _device_bytes(frame: pd.DataFrame, k: int, ncp: int) -> int:
+def device_bytes(frame: pd.DataFrame, k: int, ncp: int) -> int:
     """Rough device memory of one run: encoded table, coordinates, neighbours, work chunks."""
     n, p = frame.shape
     return int(n * (8 * (2 * p + ncp) + 16 * k) + (256 << 20))

@@ -143,6 +143,26 @@ def _sort_by_distance_then_index(squared, candidates, xp):
     )
 
 
+def _order_candidates(d2, block, own_rows, xp):
+    """Candidates without the point itself, ordered by (squared distance, index).
+
+    The index usually lists the point itself first and the others already in order: those
+    rows are only shifted; the others are sorted."""
+    self_first = block[:, 0] == own_rows
+    rest_d2, rest = d2[:, 1:], block[:, 1:]
+    in_order = (rest_d2[:, 1:] > rest_d2[:, :-1]) | (
+        (rest_d2[:, 1:] == rest_d2[:, :-1]) & (rest[:, 1:] > rest[:, :-1])
+    )
+    simple = self_first & in_order.all(axis=1)
+    out_d2, out = xp.full(d2.shape, xp.inf), block.copy()
+    out_d2[:, :-1], out[:, :-1] = rest_d2, rest
+    other = xp.nonzero(~simple)[0]
+    if other.size:
+        masked = xp.where(block[other] == own_rows[other, None], xp.inf, d2[other])
+        out_d2[other], out[other] = _sort_by_distance_then_index(masked, block[other], xp)
+    return out_d2, out
+
+
 def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
     xp = backend.xp
@@ -155,8 +175,7 @@ def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
         stop = min(start + _ROW_CHUNK, n)
         block = candidates[start:stop]
         d2 = rowwise_squared(points[start:stop], points[block], xp)
-        d2 = xp.where(block == xp.arange(start, stop)[:, None], xp.inf, d2)
-        d2, block = _sort_by_distance_then_index(d2, block, xp)
+        d2, block = _order_candidates(d2, block, xp.arange(start, stop), xp)
         indices[start:stop] = block[:, :k]
         squared[start:stop] = d2[:, :k]
         if not exhaustive:

@@ -55,7 +55,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .avatarize import AvatarModel, _check_int, avatarize_rows, fit_model, seed_sequence
+from .avatarize import (
+    AvatarModel,
+    _check_int,
+    avatarize_rows,
+    device_bytes,
+    fit_model,
+    seed_sequence,
+)
 from .backend import Backend, ensure_fits, resolve_backend
 from .batches import batch_seed, check_batch_size, plan_order, split_plan
 from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder, _detect_kind
@@ -934,7 +941,7 @@ def run_streamed(
     with steps.step("fit"):
         tick = time.perf_counter()
         first = load_batch(tasks[0], context)
-        ensure_fits(backend_, _device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
+        ensure_fits(backend_, device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
         context.model = fit_model(
             first, k, ncp, column_weights, types, imputation, backend_, categorical
         )
@@ -989,11 +996,6 @@ def _result(destination: Path, manifest: dict, timings: dict) -> ParquetAvatariz
         manifest=manifest,
         timings=timings,
     )
-
-
-def _device_bytes(frame: pd.DataFrame, k: int, ncp: int) -> int:
-    n, p = frame.shape
-    return int(n * (8 * (2 * p + ncp) + 16 * k) + (256 << 20))
 
 
 def avatarize_parquet(

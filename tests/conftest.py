@@ -7,34 +7,18 @@ when the directory is absent.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from realdata import DATASETS_ENV_VAR, datasets_dir, read_dataset
 from scipy.spatial.distance import cdist
 
 import gpu_avatar as ga
 
-DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
 CATEGORICAL_MAX_DISTINCT = 10  # the paper: <= 10 distinct values -> categorical
-
-
-def datasets_dir() -> Path:
-    """``$GPU_AVATAR_DATASETS`` or ``<repo>/../shared/datasets``."""
-    override = os.environ.get(DATASETS_ENV_VAR)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-def _read(name: str, **kwargs) -> pd.DataFrame:
-    path = datasets_dir() / name
-    if not path.is_file():
-        pytest.skip(f"data set {path} not found (set {DATASETS_ENV_VAR})")
-    return pd.read_csv(path, **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +52,7 @@ class Dataset:
 
 
 def load_aids() -> pd.DataFrame:
-    return _read("aids.csv", sep=";").drop(columns="pidnum")
+    return read_dataset("aids.csv", sep=";").drop(columns="pidnum")
 
 
 def aids_categorical_columns(df: pd.DataFrame) -> list:
@@ -76,13 +60,13 @@ def aids_categorical_columns(df: pd.DataFrame) -> list:
 
 
 def load_wbcd() -> pd.DataFrame:
-    return _read("wbcd.csv").drop(columns="Sample_code_number")
+    return read_dataset("wbcd.csv").drop(columns="Sample_code_number")
 
 
 @pytest.fixture(scope="session")
 def aids() -> Dataset:
     df = load_aids()
-    published = _read("aids_published_avatars_k20_ncp5.csv")
+    published = read_dataset("aids_published_avatars_k20_ncp5.csv")
     types = {c: "categorical" for c in aids_categorical_columns(df)}
     return Dataset("aids", df, published, types=types, metric_types=types, ncp=5)
 
@@ -90,7 +74,7 @@ def aids() -> Dataset:
 @pytest.fixture(scope="session")
 def wbcd() -> Dataset:
     df = load_wbcd()
-    published = _read("wbcd_published_avatars_k20_ncp2.csv")
+    published = read_dataset("wbcd_published_avatars_k20_ncp2.csv")
     types = {c: "categorical" for c in df.columns}
     return Dataset("wbcd", df, published, types=types, metric_types={"Class": "categorical"}, ncp=2)
 

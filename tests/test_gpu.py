@@ -5,12 +5,10 @@ Run on a GPU machine with ``pytest -m gpu`` (``benchmarks/gpu_check.py`` does it
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar.backend import CPU, _probe_cupy, resolve_backend
@@ -22,12 +20,6 @@ pytestmark = [
     pytest.mark.skipif(_probe_cupy()[0] is None, reason="needs cupy and a CUDA device"),
 ]
 
-DATASETS = Path(
-    os.environ.get(
-        "GPU_AVATAR_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"
-    )
-)
-
 
 @pytest.fixture(scope="module")
 def gpu():
@@ -36,7 +28,7 @@ def gpu():
 
 @pytest.fixture(scope="module")
 def aids():
-    df = pd.read_csv(DATASETS / "aids.csv", sep=";").drop(columns="pidnum")
+    df = read_dataset("aids.csv", sep=";").drop(columns="pidnum")
     types = {c: "categorical" for c in df.columns if df[c].nunique() <= 10}
     return df, types
 
@@ -119,9 +111,9 @@ def test_privacy_metrics_identical_to_cpu(aids):
 
 def test_database_runs_on_gpu_with_integrity():
     db = ga.Database()
-    db.add_table("patient", pd.read_csv(DATASETS / "patient.csv"), primary_key="p_id")
-    db.add_table("doctor", pd.read_csv(DATASETS / "doctor.csv"), primary_key="d_id")
-    db.add_table("visit", pd.read_csv(DATASETS / "visit.csv"), primary_key="visit_id")
+    db.add_table("patient", read_dataset("patient.csv"), primary_key="p_id")
+    db.add_table("doctor", read_dataset("doctor.csv"), primary_key="d_id")
+    db.add_table("visit", read_dataset("visit.csv"), primary_key="visit_id")
     db.add_link("patient", "p_id", "visit", "patient_id")
     db.add_link("doctor", "d_id", "visit", "doctor_id", method="minimum_distance")
     result = ga.avatarize_database(db, k=5, seed=0, backend="gpu")

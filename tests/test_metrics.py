@@ -8,13 +8,11 @@ every reduction engine; small hand-built tables pin down what each metric means.
 from __future__ import annotations
 
 import math
-import os
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
@@ -26,31 +24,17 @@ ENGINES = ("brute", "kdtree")
 
 
 # ------------------------------------------------------------------------ data sets
-def datasets_dir() -> Path:
-    override = os.environ.get("GPU_AVATAR_DATASETS")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-def _read(name: str, **kwargs) -> pd.DataFrame:
-    path = datasets_dir() / name
-    if not path.is_file():
-        pytest.skip(f"data set {path} not found (set GPU_AVATAR_DATASETS)")
-    return _read_cached(str(path), tuple(sorted(kwargs.items()))).copy()
-
-
-@cache
-def _read_cached(path: str, kwargs: tuple) -> pd.DataFrame:
-    return pd.read_csv(path, **dict(kwargs))
 
 
 def load_aids() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """AIDS original (``pidnum`` dropped), published avatars in the original dtypes, types."""
-    original = _read("aids.csv", sep=";").drop(columns="pidnum")
-    published = _read("aids_published_avatars_k20_ncp5.csv").astype(original.dtypes.to_dict())
+    original = read_dataset("aids.csv", sep=";").drop(columns="pidnum")
+    published = read_dataset("aids_published_avatars_k20_ncp5.csv").astype(
+        original.dtypes.to_dict()
+    )
     types = {
-        c: "categorical" for c in original.columns
+        c: "categorical"
+        for c in original.columns
         if original[c].nunique() <= CATEGORICAL_MAX_DISTINCT
     }
     return original, published, types
@@ -58,8 +42,10 @@ def load_aids() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 
 def load_wbcd() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """WBCD original (id dropped), published avatars, metric types (only ``Class``)."""
-    original = _read("wbcd.csv").drop(columns="Sample_code_number")
-    published = _read("wbcd_published_avatars_k20_ncp2.csv").astype(original.dtypes.to_dict())
+    original = read_dataset("wbcd.csv").drop(columns="Sample_code_number")
+    published = read_dataset("wbcd_published_avatars_k20_ncp2.csv").astype(
+        original.dtypes.to_dict()
+    )
     return original, published, {"Class": "categorical"}
 
 
@@ -162,9 +148,7 @@ def test_avatarize_result_metrics_use_the_run_settings():
     assert sm.correlation_difference_ratio == direct_signal.correlation_difference_ratio
     # released (shuffled) and unshuffled avatars: same signal
     unshuffled = ga.signal_metrics(original, result.sensitive_unshuffled_avatars, types=types)
-    assert unshuffled.hellinger_per_variable == pytest.approx(
-        sm.hellinger_per_variable, abs=1e-12
-    )
+    assert unshuffled.hellinger_per_variable == pytest.approx(sm.hellinger_per_variable, abs=1e-12)
     # overrides reach the call
     assert result.privacy_metrics(ncp=2).ncp == 2
 
@@ -397,8 +381,8 @@ def test_privacy_to_frame_rows_targets_and_pass_flags():
         if target.comparison is None:
             assert frame.loc[name, "target"] == "report" and passed is None, name
         else:
-            expected = value > target.threshold if target.comparison == ">" else (
-                value < target.threshold
+            expected = (
+                value > target.threshold if target.comparison == ">" else (value < target.threshold)
             )
             assert passed is bool(expected), name
     # this table: a low hidden rate fails, no direct row match passes
@@ -498,9 +482,7 @@ def test_correlation_difference_ratio_hand_computed():
     n = 100
     x = rng.standard_normal(n)
     df = pd.DataFrame({"x": x, "y": 2 * x + 1, "z": rng.standard_normal(n)})
-    avatars = pd.DataFrame(
-        {"x": x, "y": x + rng.standard_normal(n), "z": rng.standard_normal(n)}
-    )
+    avatars = pd.DataFrame({"x": x, "y": x + rng.standard_normal(n), "z": rng.standard_normal(n)})
     r_o = np.corrcoef(df.to_numpy().T)
     r_a = np.corrcoef(avatars.to_numpy().T)
     upper = np.triu_indices(3, k=1)

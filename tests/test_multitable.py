@@ -10,43 +10,28 @@ themselves, not only through the run's ``LinkReport``.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from realdata import read_dataset
 from scipy.stats import ks_2samp
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
 
-DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
 METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")
 TUTORIAL_K = 5
 TUTORIAL_VISITS_PER_PATIENT = {1: 38, 2: 43, 3: 26, 4: 18, 5: 4, 6: 1}  # multitable.md, 4
 
 
 # ------------------------------------------------------------------------------- data
-def datasets_dir() -> Path:
-    override = os.environ.get(DATASETS_ENV_VAR)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
 def load_tutorial() -> dict[str, pd.DataFrame]:
     """The tutorial tables patient (p_id), doctor (d_id), visit (visit_id, patient_id,
     doctor_id); the test is skipped when they are not there."""
-    tables = {}
-    for name in ("patient", "doctor", "visit"):
-        path = datasets_dir() / f"{name}.csv"
-        if not path.is_file():
-            pytest.skip(f"tutorial table {path} not found (set {DATASETS_ENV_VAR})")
-        tables[name] = pd.read_csv(path)
-    return tables
+    return {name: read_dataset(f"{name}.csv") for name in ("patient", "doctor", "visit")}
 
 
 def tutorial_database(

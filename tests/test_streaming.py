@@ -10,12 +10,12 @@ datetimes, missing values).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
@@ -38,19 +38,9 @@ pq = pytest.importorskip("pyarrow.parquet")
 CATEGORICAL_MAX_DISTINCT = 10
 
 
-def datasets_dir() -> Path:
-    override = os.environ.get("GPU_AVATAR_DATASETS")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
 @pytest.fixture(scope="module")
 def aids() -> tuple[pd.DataFrame, dict]:
-    path = datasets_dir() / "aids.csv"
-    if not path.is_file():
-        pytest.skip(f"{path} not found (set GPU_AVATAR_DATASETS)")
-    df = pd.read_csv(path, sep=";")
+    df = read_dataset("aids.csv", sep=";")
     types = {
         c: "categorical"
         for c in df.columns

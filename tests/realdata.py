@@ -1,0 +1,35 @@
+"""The real data sets the tests use: ``../shared/datasets`` beside the repository, or the folder
+named by ``$GPU_AVATAR_DATASETS``. A test whose data set is absent is skipped, saying where it
+looked."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
+
+
+def datasets_dir() -> Path:
+    """``$GPU_AVATAR_DATASETS`` or ``<repo>/../shared/datasets``."""
+    override = os.environ.get(DATASETS_ENV_VAR)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def read_dataset(name: str, **read_csv_options) -> pd.DataFrame:
+    """A fresh copy of data set ``name`` (read once per session), or skip the test."""
+    path = datasets_dir() / name
+    if not path.is_file():
+        pytest.skip(f"data set {path} not found (set {DATASETS_ENV_VAR})")
+    return _read_cached(str(path), tuple(sorted(read_csv_options.items()))).copy()
+
+
+@cache
+def _read_cached(path: str, options: tuple) -> pd.DataFrame:
+    return pd.read_csv(path, **dict(options))
