@@ -159,7 +159,7 @@ def run_gpu_avatar(
 ) -> dict[str, Any]:
     """``avatarize_database`` on the parent/child database; seconds of that call alone."""
     import gpu_avatar as ga
-    from gpu_avatar.assignment import DEFAULT_BLOCK_SIZE
+    from gpu_avatar.assignment import default_block_size
 
     db = ga.Database()
     db.add_table("parent", tables["parent"], primary_key="p_id")
@@ -191,7 +191,7 @@ def run_gpu_avatar(
     return {
         "seconds": end - start,
         "backend": result.parameters["backend"],
-        "block_size": block_size or DEFAULT_BLOCK_SIZE,
+        "block_size": block_size or default_block_size(len(tables["child"])),
         "tables": per_table,
         "link": {
             "n_blocks": report.n_blocks,
