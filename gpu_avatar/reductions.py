@@ -34,6 +34,7 @@ from . import kernels
 from .backend import CPU, Backend
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
+from .neighbours import query_in_tree_order
 
 ENGINES = ("auto", "brute", "kdtree")
 BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
@@ -147,22 +148,15 @@ def _tree(points, backend: Backend):
     return cKDTree(points)
 
 
-def _tree_options(backend: Backend) -> dict:
-    return {} if backend.is_gpu else {"workers": -1}
-
-
 def _kdtree(x, y, backend: Backend) -> DistanceRanks:
     xp = backend.xp
     n = x.shape[0]
-    options = _tree_options(backend)
     own = rowwise_squared(x, y, xp)
     own_distance = xp.sqrt(own)
     avatar_tree = _tree(y, backend)
-    low = xp.asarray(
-        avatar_tree.query_ball_point(x, own_distance * (1 - _BAND), return_length=True, **options)
-    )
+    low = _ball_counts(avatar_tree, x, own_distance * (1 - _BAND), backend)
     high_radius = own_distance * (1 + _BAND) + np.finfo(float).tiny
-    high = xp.asarray(avatar_tree.query_ball_point(x, high_radius, return_length=True, **options))
+    high = _ball_counts(avatar_tree, x, high_radius, backend)
     # Only the own avatar in the band: everything below the band is strictly closer.
     cloaking = (high - 1).astype(xp.int64)
     hidden = (low > 0) & (own > 0)  # at d_own = 0 the low ball holds the own avatar
@@ -177,9 +171,28 @@ def _kdtree(x, y, backend: Backend) -> DistanceRanks:
     elif recheck.size:
         _recheck_by_ball(avatar_tree, x, y, own, high_radius, recheck, cloaking, hidden)
 
-    _, candidates = _tree(x, backend).query(y, k=min(3, n), **options)
+    original_tree = _tree(x, backend)
+    if backend.is_gpu:
+        _, candidates = original_tree.query(y, k=min(3, n))
+    else:  # x_i and y_i are close: the originals' leaf order suits the avatars too
+        _, candidates = query_in_tree_order(
+            original_tree, lambda q: original_tree.query(q, k=min(3, n), workers=-1), y
+        )
     d2 = xp.sort(rowwise_squared(y, x[xp.asarray(candidates)], xp), axis=1)
     return _ranks(backend, own, cloaking, hidden, d2[:, 0], d2[:, 1])
+
+
+def _ball_counts(tree, points, radius, backend: Backend):
+    """Number of tree points within ``radius[i]`` of ``points[i]``, for every i."""
+    if backend.is_gpu:
+        return backend.xp.asarray(tree.query_ball_point(points, radius, return_length=True))
+    # points[i] lies near the tree's point i (an original and its own avatar): leaf order
+    return query_in_tree_order(
+        tree,
+        lambda p, r: tree.query_ball_point(p, r, return_length=True, workers=-1),
+        points,
+        radius,
+    )
 
 
 def _recheck_chunks(rows: np.ndarray, ball_sizes: np.ndarray):
