@@ -54,9 +54,9 @@ from .streaming import (
     BatchContext,
     BatchTask,
     ParquetAvatarization,
+    avatarize_parquet,
     batch_error,
     process_batch,
-    run_streamed,
 )
 
 
@@ -88,7 +88,7 @@ def _failure_text(error: BaseException) -> str:
 
 
 class DaskExecutor:
-    """The Dask scheduler of ``streaming.run_streamed``: batches as tasks."""
+    """The Dask scheduler of ``streaming.avatarize_parquet``: batches as tasks."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -150,7 +150,7 @@ def avatarize(
     ``distributed.Client``; None: a LocalCluster for the call). Same parameters, same output
     files for the same seed; see the module docstring."""
     with _client_for(client) as active:
-        return run_streamed(
+        return avatarize_parquet(
             source,
             destination,
             k=k,

@@ -820,7 +820,7 @@ def _check_resumable(previous: dict, manifest: dict) -> None:
         )
 
 
-def run_streamed(
+def avatarize_parquet(
     source: str | os.PathLike,
     destination: str | os.PathLike,
     k: int,
@@ -835,10 +835,24 @@ def run_streamed(
     metrics: bool = True,
     resume: bool = False,
     progress: ProgressLike = None,
+    *,
     executor: Executor = run_locally,
     scheduler: str = "local",
 ) -> ParquetAvatarization:
-    """The whole streamed run with a pluggable batch scheduler (local loop or Dask)."""
+    """Avatarize a Parquet file or directory into ``destination``, ``batch_size`` rows at a
+    time, with bounded memory (see the module docstring for the passes and the outputs).
+
+    Parameters as in ``avatarize``; ``batch_size`` >= 2k rows per batch (a covering first batch
+    shows every modality; the projection is fitted on it). The avatar rows are those of
+    ``avatarize(df, batch_size=batch_size)`` on the same table and seed (identifiers are fresh
+    values unique over the whole output; rows are released batch by batch, each batch
+    shuffled). ``metrics``: the privacy metrics of every batch, recorded in the manifest with
+    their mean and worst. ``resume``: finish an interrupted run in ``destination`` (same
+    source, parameters and seed; ``seed=None`` takes the recorded one). ``progress`` as in
+    ``avatarize``. Returns a ``ParquetAvatarization``. Needs pyarrow
+    (``pip install 'gpu_avatar[parquet]'``). ``executor``/``scheduler``: how batches run (a
+    local loop; ``gpu_avatar.distributed`` passes its Dask executor).
+    """
     if categorical not in CATEGORICAL_RULES:
         raise AvatarError(f"categorical={categorical!r} is not one of {CATEGORICAL_RULES}")
     ncp = _check_int("ncp", ncp, 1)
@@ -995,51 +1009,4 @@ def _result(destination: Path, manifest: dict, timings: dict) -> ParquetAvatariz
         seed=int(manifest["seed"]),
         manifest=manifest,
         timings=timings,
-    )
-
-
-def avatarize_parquet(
-    source: str | os.PathLike,
-    destination: str | os.PathLike,
-    k: int,
-    batch_size: int,
-    ncp: int = 5,
-    seed: int | None = None,
-    types: Mapping[Any, str] | None = None,
-    column_weights: Mapping[Any, float] | None = None,
-    imputation: str = "median",
-    categorical: str = "draw",
-    backend: str | Backend = "auto",
-    metrics: bool = True,
-    resume: bool = False,
-    progress: ProgressLike = None,
-) -> ParquetAvatarization:
-    """Avatarize a Parquet file or directory into ``destination``, ``batch_size`` rows at a
-    time, with bounded memory (see the module docstring for the passes and the outputs).
-
-    Parameters as in ``avatarize``; ``batch_size`` >= 2k rows per batch (a covering first batch
-    shows every modality; the projection is fitted on it). The avatar rows are those of
-    ``avatarize(df, batch_size=batch_size)`` on the same table and seed (identifiers are fresh
-    values unique over the whole output; rows are released batch by batch, each batch
-    shuffled). ``metrics``: the privacy metrics of every batch, recorded in the manifest with
-    their mean and worst. ``resume``: finish an interrupted run in ``destination`` (same
-    source, parameters and seed; ``seed=None`` takes the recorded one). ``progress`` as in
-    ``avatarize``. Returns a ``ParquetAvatarization``. Needs pyarrow
-    (``pip install 'gpu_avatar[parquet]'``).
-    """
-    return run_streamed(
-        source,
-        destination,
-        k=k,
-        batch_size=batch_size,
-        ncp=ncp,
-        seed=seed,
-        types=types,
-        column_weights=column_weights,
-        imputation=imputation,
-        categorical=categorical,
-        backend=backend,
-        metrics=metrics,
-        resume=resume,
-        progress=progress,
     )
