@@ -222,15 +222,6 @@ class TableEncoder:
         return [c for c in self.columns_ if self.specs_[c].has_missing]
 
     @property
-    def variable_names_(self) -> list[str]:
-        """Names of the encoded variables: continuous, categorical, then indicators."""
-        return (
-            [str(c) for c in self.continuous_columns_]
-            + [str(c) for c in self.categorical_columns_]
-            + [f"{c}{INDICATOR_SUFFIX}" for c in self.indicator_columns_]
-        )
-
-    @property
     def variable_sources_(self) -> list[Any]:
         """For every encoded variable, the input column it comes from."""
         return self.continuous_columns_ + self.categorical_columns_ + self.indicator_columns_
