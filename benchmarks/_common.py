@@ -225,3 +225,23 @@ def environment_lines(packages: Sequence[str]) -> list[str]:
         f"- CPUs: {os.cpu_count()} logical" + (f", {usable} usable" if usable else ""),
         f"- Python {platform.python_version()}; " + ", ".join(versions),
     ]
+
+
+def run_and_record(
+    results: dict, key: tuple[int, str], width: int, run: Callable[..., Measurement], *args: Any
+) -> None:
+    """``results[key] = run(*args)`` with a progress line; a crashed or killed child is recorded as
+    ``"failed: <error type>"`` and the benchmark goes on."""
+    n_rows, label = key
+    try:
+        outcome = run(*args)
+    except Exception as error:
+        results[key] = f"failed: {type(error).__name__}"
+        print(f"{n_rows:>10,} rows  {label:<{width}}  failed: {error!r}", flush=True)
+        return
+    results[key] = outcome
+    print(
+        f"{n_rows:>10,} rows  {label:<{width}}  {outcome.seconds:8.2f} s  "
+        f"peak {outcome.peak_mb:8.0f} MB",
+        flush=True,
+    )

@@ -58,6 +58,7 @@ from _common import (
     environment_lines,
     markdown_table,
     measure_isolated,
+    run_and_record,
     text_table,
 )
 from sklearn.neighbors import NearestNeighbors
@@ -136,8 +137,6 @@ def run_privacy_metrics(tables: tuple[pd.DataFrame, pd.DataFrame], backend: str)
         "dcr": pm.distance_to_closest,
         "nndr": pm.closest_distances_ratio,
     }
-
-
 
 
 def run_baseline(points: tuple[np.ndarray, np.ndarray], k: int) -> dict:
@@ -220,8 +219,19 @@ def _number(value: float, digits: int = 1) -> str:
 
 
 HEADERS = [
-    "rows", "job", "engine", "seconds", "rows/s", "peak MB", "start MB",
-    "hidden %", "median LC", "DCR", "NNDR", "LC equal %", "hidden equal %",
+    "rows",
+    "job",
+    "engine",
+    "seconds",
+    "rows/s",
+    "peak MB",
+    "start MB",
+    "hidden %",
+    "median LC",
+    "DCR",
+    "NNDR",
+    "LC equal %",
+    "hidden equal %",
 ]
 
 
@@ -235,7 +245,8 @@ def build_rows(results: dict[tuple[int, str], Measurement | str]) -> list[list[s
         agree_lc = agree_hidden = ""
         exact = next(
             (
-                other for (size, name), other in results.items()
+                other
+                for (size, name), other in results.items()
                 if size == n_rows and name.startswith("exact") and isinstance(other, Measurement)
             ),
             None,
@@ -268,32 +279,42 @@ def build_rows(results: dict[tuple[int, str], Measurement | str]) -> list[list[s
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[10_000, 100_000, 1_000_000],
         help="numbers of rows (default: 10000 100000 1000000)",
     )
     parser.add_argument("--seed", type=int, default=0, help="data seed (default: 0)")
     parser.add_argument(
-        "--noise", type=float, default=0.4,
+        "--noise",
+        type=float,
+        default=0.4,
         help="avatar noise per axis at 10^4 rows, scaled by n^(-1/5) (default: 0.4)",
     )
     parser.add_argument(
         "--backend", default="auto", help="gpu_avatar backend: auto, cpu or gpu (default: auto)"
     )
     parser.add_argument(
-        "--baseline-k", type=int, default=4000,
+        "--baseline-k",
+        type=int,
+        default=4000,
         help="neighbours the top-k baseline asks for (default: 4000, as the reference code)",
     )
     parser.add_argument(
-        "--baseline-max-rows", type=int, default=100_000,
+        "--baseline-max-rows",
+        type=int,
+        default=100_000,
         help="skip the top-k baseline above this many rows (default: 100000)",
     )
     parser.add_argument(
-        "--engines", nargs="+", choices=EXACT_ENGINES, default=["auto"],
+        "--engines",
+        nargs="+",
+        choices=EXACT_ENGINES,
+        default=["auto"],
         help="exact engines to run, one job each (default: auto)",
     )
-    parser.add_argument(
-        "--no-full", action="store_true", help="skip the full privacy_metrics job"
-    )
+    parser.add_argument("--no-full", action="store_true", help="skip the full privacy_metrics job")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     return parser.parse_args()
 
@@ -311,18 +332,7 @@ def main() -> None:
                 results[n_rows, job] = reason
                 print(f"{n_rows:>10,} rows  {job:<16}  {reason}", flush=True)
                 continue
-            try:
-                outcome = measure(job, n_rows, args)
-            except Exception as error:  # a crashed or killed child: record it, go on
-                results[n_rows, job] = f"failed: {type(error).__name__}"
-                print(f"{n_rows:>10,} rows  {job:<16}  failed: {error!r}", flush=True)
-                continue
-            results[n_rows, job] = outcome
-            print(
-                f"{n_rows:>10,} rows  {job:<16}  {outcome.seconds:8.2f} s  "
-                f"peak {outcome.peak_mb:8.0f} MB",
-                flush=True,
-            )
+            run_and_record(results, (n_rows, job), 16, measure, job, n_rows, args)
 
     rows = build_rows(results)
     title = (

@@ -44,6 +44,7 @@ from _common import (
     make_mixed_table,
     markdown_table,
     measure_isolated,
+    run_and_record,
     text_table,
 )
 from sklearn.neighbors import NearestNeighbors
@@ -202,18 +203,7 @@ def main() -> None:
                 results[n_rows, engine] = "skipped"
                 print(f"{n_rows:>10,} rows  {engine:<10}  skipped", flush=True)
                 continue
-            try:
-                outcome = measure(engine, n_rows, args)
-            except Exception as error:  # a crashed or killed child: record it, go on
-                results[n_rows, engine] = f"failed: {type(error).__name__}"
-                print(f"{n_rows:>10,} rows  {engine:<10}  failed: {error!r}", flush=True)
-                continue
-            results[n_rows, engine] = outcome
-            print(
-                f"{n_rows:>10,} rows  {engine:<10}  {outcome.seconds:8.2f} s  "
-                f"peak {outcome.peak_mb:8.0f} MB",
-                flush=True,
-            )
+            run_and_record(results, (n_rows, engine), 10, measure, engine, n_rows, args)
 
     summary_headers, summary, step_headers, steps = build_tables(results)
     title = (

@@ -31,7 +31,6 @@ CATEGORICAL = "categorical"
 IDENTIFIER = "identifier"
 KINDS = (CONTINUOUS, CATEGORICAL, IDENTIFIER)
 IMPUTATIONS = ("median", "mean", "mode", "knn")
-INDICATOR_SUFFIX = " is missing"
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 
