@@ -13,8 +13,9 @@ Jobs, side by side at each size:
 
 - ``exact``: ``gpu_avatar.reductions.distance_ranks(x, y, backend, engine="auto")``, the one
   reduction behind local cloaking, hidden rate, distance to closest (DCR) and closest
-  distances ratio (NNDR); the engine that "auto" picks is shown. ``--engines auto brute kdtree``
-  adds a job per named engine ("exact brute", "exact kdtree").
+  distances ratio (NNDR); the engine that "auto" picks is shown ("numba" when numba is
+  installed: its kernels are compiled into numba's disk cache before any timing).
+  ``--engines auto brute kdtree numba`` adds a job per named engine ("exact kdtree", ...).
 - ``privacy_metrics``: the full public call ``gpu_avatar.privacy_metrics(originals, avatars,
   ncp=5)`` on the same points as a 5-column table (its own PCA metric projection, the
   reduction, the closest-rate percentile, the direct-match metrics).
@@ -65,9 +66,10 @@ from sklearn.neighbors import NearestNeighbors
 
 import gpu_avatar
 from gpu_avatar import reductions
+from gpu_avatar.backend import numba_available
 
 NCP = 5
-EXACT_ENGINES = ("auto", "brute", "kdtree")
+EXACT_ENGINES = ("auto", "brute", "kdtree", "numba")
 PACKAGES = ("gpu_avatar", "numpy", "pandas", "scipy", "scikit-learn")
 BASELINE_BYTES_PER_CELL = 24  # per neighbour listed; measured ~19 B at 10^4 rows, k = 4000
 REFERENCE_ROWS = 10_000  # the noise scale is --noise at this size
@@ -91,15 +93,6 @@ def make_tables(n_rows: int, seed: int, noise: float) -> tuple[pd.DataFrame, pd.
 
 
 # -------------------------------------------------------------------------------- jobs
-def auto_engine(n_rows: int, backend: gpu_avatar.Backend) -> str:
-    """The engine ``distance_ranks(engine="auto")`` picks (mirrors its rule, for the table)."""
-    if backend.is_gpu:
-        small = n_rows <= getattr(reductions, "GPU_BRUTE_MAX_ROWS", math.inf)
-    else:
-        small = n_rows * n_rows <= reductions.BRUTE_MAX_PAIRS_ON_CPU
-    return "brute" if small else "kdtree"
-
-
 def _summary(cloaking: np.ndarray, hidden: np.ndarray) -> dict:
     return {
         "local_cloaking": cloaking,
@@ -115,7 +108,7 @@ def run_exact(points: tuple[np.ndarray, np.ndarray], backend: str, engine: str) 
     originals, avatars = points
     ranks = reductions.distance_ranks(originals, avatars, resolved, engine=engine)
     if engine == "auto":
-        engine = auto_engine(len(originals), resolved)
+        engine = reductions.auto_engine(resolved, len(originals))
     ratio = np.ones_like(ranks.closest)
     np.divide(ranks.closest, ranks.second_closest, out=ratio, where=ranks.second_closest > 0)
     return {
@@ -133,7 +126,7 @@ def run_privacy_metrics(tables: tuple[pd.DataFrame, pd.DataFrame], backend: str)
     pm = gpu_avatar.privacy_metrics(originals, avatars, ncp=NCP, backend=resolved)
     return {
         **_summary(pm.local_cloaking_per_individual, pm.hidden_per_individual),
-        "engine": f"{auto_engine(len(originals), resolved)} ({resolved.name})",
+        "engine": f"{reductions.auto_engine(resolved, len(originals))} ({resolved.name})",
         "dcr": pm.distance_to_closest,
         "nndr": pm.closest_distances_ratio,
     }
@@ -319,8 +312,16 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def compile_kernels() -> None:
+    """Fill numba's on-disk cache before timing (a one-off per installation, like imports)."""
+    if numba_available():
+        points = make_points(100, 0, 0.4)
+        reductions.distance_ranks(*points, engine="numba")
+
+
 def main() -> None:
     args = parse_args()
+    compile_kernels()
     results: dict[tuple[int, str], Measurement | str] = {}
     exact_jobs = [
         "exact" if engine == "auto" else f"exact {engine}" for engine in dict.fromkeys(args.engines)

@@ -73,6 +73,17 @@ def _probe_cupy() -> tuple[ModuleType | None, str]:
     return cupy, ""
 
 
+@functools.lru_cache(maxsize=1)
+def numba_available() -> bool:
+    """Whether numba imports (the ``fast`` extra): the CPU then runs the compiled k-d tree
+    searches of ``cpu_kernels.py``."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
     """Turn ``"auto" | "cpu" | "gpu"`` (or the GPU_AVATAR_BACKEND variable) into a Backend.
 

@@ -250,10 +250,10 @@ def privacy_metrics(
     """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
 
     ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
-    values for the metric projection only; ``engine`` picks the reduction ("brute" or
-    "kdtree"; "auto" by size and backend), or ``reduction(originals, avatars, backend)``
-    replaces it (``gpu_avatar.distributed`` runs it as Dask tasks). See the module docstring
-    for every definition.
+    values for the metric projection only; ``engine`` picks the reduction ("brute", "kdtree"
+    or "numba"; "auto" by size, backend and whether numba is installed), or
+    ``reduction(originals, avatars, backend)`` replaces it (``gpu_avatar.distributed`` runs it
+    as Dask tasks). See the module docstring for every definition.
     """
     original = to_pandas(original)
     avatars = check_same_table(

@@ -16,11 +16,12 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
+from gpu_avatar.backend import numba_available
 from gpu_avatar.privacy import PRIVACY_TARGETS
 from gpu_avatar.signal import SIGNAL_TARGETS
 
 CATEGORICAL_MAX_DISTINCT = 10
-ENGINES = ("brute", "kdtree")
+ENGINES = ("brute", "kdtree", "numba") if numba_available() else ("brute", "kdtree")
 
 
 # ------------------------------------------------------------------------ data sets
@@ -72,25 +73,26 @@ def test_wbcd_published_avatars_reference_privacy(engine):
 
 
 @pytest.mark.parametrize("loader, ncp", [(load_aids, 5), (load_wbcd, 2)])
-def test_published_avatars_engines_agree_per_individual(loader, ncp):
+@pytest.mark.parametrize("engine", ENGINES[1:])
+def test_published_avatars_engines_agree_per_individual(loader, ncp, engine):
     # WBCD is full of duplicated rows: exact ties at the own distance everywhere
     original, published, types = loader()
     brute = ga.privacy_metrics(original, published, ncp=ncp, types=types, engine="brute")
-    kdtree = ga.privacy_metrics(original, published, ncp=ncp, types=types, engine="kdtree")
+    tree = ga.privacy_metrics(original, published, ncp=ncp, types=types, engine=engine)
     np.testing.assert_array_equal(
-        brute.local_cloaking_per_individual, kdtree.local_cloaking_per_individual
+        brute.local_cloaking_per_individual, tree.local_cloaking_per_individual
     )
-    np.testing.assert_array_equal(brute.hidden_per_individual, kdtree.hidden_per_individual)
+    np.testing.assert_array_equal(brute.hidden_per_individual, tree.hidden_per_individual)
     np.testing.assert_allclose(
-        brute.distance_to_closest_per_avatar, kdtree.distance_to_closest_per_avatar, rtol=1e-12
+        brute.distance_to_closest_per_avatar, tree.distance_to_closest_per_avatar, rtol=1e-12
     )
     np.testing.assert_allclose(
         brute.closest_distances_ratio_per_avatar,
-        kdtree.closest_distances_ratio_per_avatar,
+        tree.closest_distances_ratio_per_avatar,
         rtol=1e-12,
     )
     for name in PRIVACY_TARGETS:
-        a, b = getattr(brute, name), getattr(kdtree, name)
+        a, b = getattr(brute, name), getattr(tree, name)
         assert (a is None and b is None) or a == pytest.approx(b, rel=1e-12), name
 
 

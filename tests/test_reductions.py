@@ -23,7 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_avatar import AvatarError, reductions
+from gpu_avatar.backend import numba_available
 from gpu_avatar.reductions import distance_ranks
+
+# The compiled engine runs where numba is installed (the dev extra installs it).
+TREE_ENGINES = ("kdtree", "numba") if numba_available() else ("kdtree",)
 
 TILES = (1, 2, 7, 64)
 PROPERTY_SETTINGS = settings(
@@ -63,6 +67,13 @@ def engine_runs(x: np.ndarray, y: np.ndarray):
     yield "kdtree", distance_ranks(x, y, engine="kdtree")
     with mock.patch.object(reductions, "_ROW_CHUNK", 3):  # several re-check chunks
         yield "kdtree chunk=3", distance_ranks(x, y, engine="kdtree")
+    if numba_available():
+        from gpu_avatar import cpu_kernels
+
+        yield "numba", distance_ranks(x, y, engine="numba")
+        for leaf_size in (1, 2, 5):  # deep trees on small inputs: pruning and whole nodes
+            with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+                yield f"numba leaf={leaf_size}", distance_ranks(x, y, engine="numba")
     yield "auto", distance_ranks(x, y, engine="auto")
 
 
@@ -77,7 +88,10 @@ def assert_matches_reference(x: np.ndarray, y: np.ndarray) -> None:
         assert got.hidden.dtype == bool, label
         for name in ("own_distance", "closest", "second_closest"):
             np.testing.assert_allclose(
-                getattr(got, name), expected[name], rtol=1e-12, atol=1e-12,
+                getattr(got, name),
+                expected[name],
+                rtol=1e-12,
+                atol=1e-12,
                 err_msg=f"{label}: {name}",
             )
 
@@ -213,7 +227,7 @@ def test_larger_tie_heavy_case_all_engines_identical():
     moved = rng.random(n) < 0.7
     y[moved] = rng.integers(0, 4, size=(moved.sum(), 2))
     expected = reference_ranks(x, y)
-    for engine, tile in (("brute", 97), ("brute", None), ("kdtree", None)):
+    for engine, tile in (("brute", 97), ("brute", None), *((e, None) for e in TREE_ENGINES)):
         got = distance_ranks(x, y, engine=engine, tile=tile)
         np.testing.assert_array_equal(got.local_cloaking, expected["local_cloaking"])
         np.testing.assert_array_equal(got.hidden, expected["hidden"])
@@ -232,21 +246,35 @@ def test_expanded_formula_shortcut_would_disagree():
     shortcut = (expanded <= np.diag(expanded)[:, None]).sum(axis=1) - 1
     expected = reference_ranks(x, y)["local_cloaking"]
     assert (shortcut != expected).any()  # the data really exercise the failure
-    for engine in ("brute", "kdtree"):
+    for engine in ("brute", *TREE_ENGINES):
         np.testing.assert_array_equal(distance_ranks(x, y, engine=engine).local_cloaking, expected)
 
 
-def test_auto_picks_kdtree_above_the_brute_budget():
+@pytest.mark.parametrize("numba_installed", [False, True])
+def test_auto_picks_a_tree_engine_above_the_brute_budget(numba_installed):
+    if numba_installed and not numba_available():
+        pytest.skip("numba is not installed")
     rng = np.random.default_rng(5)
     x = rng.integers(0, 3, size=(200, 2)).astype(np.float64)
     y = rng.integers(0, 3, size=(200, 2)).astype(np.float64)
     expected = reference_ranks(x, y)
-    with mock.patch.object(reductions, "BRUTE_MAX_PAIRS_ON_CPU", 100):
-        with mock.patch.object(reductions, "_kdtree", wraps=reductions._kdtree) as kdtree:
-            got = distance_ranks(x, y)
-        assert kdtree.call_count == 1
+    chosen = "_numba" if numba_installed else "_kdtree"
+    with (
+        mock.patch.object(reductions, "BRUTE_MAX_PAIRS_ON_CPU", 100),
+        mock.patch.object(reductions, "numba_available", return_value=numba_installed),
+        mock.patch.object(reductions, chosen, wraps=getattr(reductions, chosen)) as engine,
+    ):
+        got = distance_ranks(x, y)
+    assert engine.call_count == 1
     np.testing.assert_array_equal(got.local_cloaking, expected["local_cloaking"])
     np.testing.assert_array_equal(got.hidden, expected["hidden"])
+
+
+def test_numba_engine_without_numba_says_how_to_install_it():
+    x = np.zeros((3, 2))
+    with mock.patch.object(reductions, "numba_available", return_value=False):
+        with pytest.raises(AvatarError, match=r"gpu_avatar\[fast\]"):
+            distance_ranks(x, x, engine="numba")
 
 
 # --------------------------------------------------------------------------- errors

@@ -1,0 +1,279 @@
+"""Compiled CPU k-d tree searches (numba, the optional ``fast`` extra), exact in one walk.
+
+scipy's cKDTree decides "within the radius" in its own arithmetic, so the scipy engines ask it
+for candidates or for counts at a radius -/+ a band and then re-check with ``distances.py``.
+Here the tree is walked by compiled code that compares every pair with that same arithmetic
+(float64, dimension by dimension, no fused multiply-add: numba emits separate multiplies and
+adds), so one walk decides each query exactly. Node boxes only prune or, for the counts, add
+whole nodes; both with a 1e-9 relative margin, far above the rounding of a box distance
+(about 1e-15 relative), so a node is skipped or added whole only when every pair inside it
+would compare the same way.
+
+- ``KDTree.build(points)``: median splits on the widest axis, tight boxes, ``LEAF_SIZE``
+  points per leaf.
+- ``distance_ranks(x, y, own)``: per original, local-cloaking count and hidden flag (rules of
+  ``reductions.py``); per avatar, its two smallest squared distances to the originals.
+
+Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
+small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
+every result is independent of the thread count. Compiled on first use and cached on disk.
+This module imports numba: import it only when ``backend.numba_available()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+LEAF_SIZE = 32
+_MARGIN = 1e-9
+_BLOCK = 64  # queries per parallel work item
+_STACK = 256  # a balanced tree of 2^63 points is 64 levels deep; two pushes per level
+# numba's default threading layer refuses concurrent parallel calls: serialise ours.
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class KDTree:
+    """Flat k-d tree over ``points`` stored in leaf order: node ``m`` holds the rows
+    ``start[m]:stop[m]`` of ``points`` inside the box ``[lower[m], upper[m]]``; ``left[m] = -1``
+    marks a leaf (else ``right[m]`` is its other child). ``order[p]`` is the caller's index of
+    the point stored at row p."""
+
+    points: np.ndarray
+    order: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def build(cls, points: np.ndarray) -> KDTree:
+        points = np.ascontiguousarray(points, dtype=np.float64)
+        order, *nodes = _build(points, LEAF_SIZE)
+        return cls(points[order], order, *nodes)
+
+    def walk(self):
+        """The arrays the compiled searches take, in their order."""
+        return (self.points, self.order, self.start, self.stop, self.left, self.right,
+                self.lower, self.upper)  # fmt: skip
+
+    def unsort(self, *per_row):
+        """Arrays indexed by stored row, put back in the caller's order."""
+        results = []
+        for values in per_row:
+            out = np.empty_like(values)
+            out[self.order] = values
+            results.append(out)
+        return results
+
+
+def _block_order(n: int) -> np.ndarray:
+    """Work items (blocks of ``_BLOCK`` queries) in a fixed shuffled order."""
+    return np.random.default_rng(0).permutation(-(-n // _BLOCK)).astype(np.int64)
+
+
+def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
+    """``(cloaking, hidden, first, second)`` for originals ``x`` and row-aligned avatars
+    ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
+    avatars, originals = KDTree.build(y), KDTree.build(x)
+    blocks = _block_order(own.size)
+    with _LOCK:
+        # Each original is queried from its own avatar's row (x_i lies near y_i), and back:
+        # neighbouring queries then visit the same nodes.
+        x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
+        cloaking, hidden = _ranks(*avatars.walk(), x_rows, own[avatars.order], blocks)
+        y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
+        first, second = _two_nearest(*originals.walk(), y_rows, blocks)
+    return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
+
+
+# ------------------------------------------------------------------ compiled kernels
+@njit(cache=True, inline="always")
+def _pair_squared(a, i, b, j, cap):
+    """The sum of ``distances.py`` term by term (0.0 + square == square, bit for bit); stops
+    early, returning a partial sum, once it exceeds ``cap`` (the terms are >= 0, so the full
+    sum would exceed it too: every comparison with ``cap`` is decided the same)."""
+    total = 0.0
+    for d in range(a.shape[1]):
+        diff = a[i, d] - b[j, d]
+        total += diff * diff
+        if total > cap:
+            break
+    return total
+
+
+@njit(cache=True, inline="always")
+def _box_squared(q, i, lower, upper, node):
+    """(min, max) squared distance from q[i] to the node's box."""
+    low = 0.0
+    high = 0.0
+    for d in range(q.shape[1]):
+        v = q[i, d]
+        a = lower[node, d]
+        b = upper[node, d]
+        if v < a:
+            low += (a - v) * (a - v)
+            high += (b - v) * (b - v)
+        elif v > b:
+            low += (v - b) * (v - b)
+            high += (v - a) * (v - a)
+        else:
+            far = max(v - a, b - v)
+            high += far * far
+    return low, high
+
+
+@njit(cache=True)
+def _select(order, points, dim, lo, hi, kth):
+    """Quickselect: order[lo:hi] rearranged so that order[kth] holds the kth value of
+    points[:, dim], smaller-or-equal ones before it and greater-or-equal ones after."""
+    while hi - lo > 1:
+        a = points[order[lo], dim]
+        b = points[order[(lo + hi) // 2], dim]
+        c = points[order[hi - 1], dim]
+        pivot = max(min(a, b), min(max(a, b), c))  # median of three
+        i, j = lo, hi - 1
+        while i <= j:
+            while points[order[i], dim] < pivot:
+                i += 1
+            while points[order[j], dim] > pivot:
+                j -= 1
+            if i <= j:
+                order[i], order[j] = order[j], order[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j + 1
+        elif kth >= i:
+            lo = i
+        else:
+            return
+
+
+@njit(cache=True)
+def _build(points, leaf_size):
+    n, dim = points.shape
+    order = np.arange(n)
+    capacity = 4 * (n // leaf_size + 1)
+    start = np.zeros(capacity, np.int64)
+    stop = np.zeros(capacity, np.int64)
+    left = np.full(capacity, -1, np.int64)
+    right = np.full(capacity, -1, np.int64)
+    lower = np.empty((capacity, dim))
+    upper = np.empty((capacity, dim))
+    stop[0] = n
+    count = 1
+    node = 0
+    while node < count:  # nodes are created, then split, in breadth-first order
+        s, e = start[node], stop[node]
+        for d in range(dim):
+            lower[node, d] = points[order[s], d]
+            upper[node, d] = points[order[s], d]
+        for p in range(s + 1, e):
+            for d in range(dim):
+                v = points[order[p], d]
+                lower[node, d] = min(lower[node, d], v)
+                upper[node, d] = max(upper[node, d], v)
+        if e - s > leaf_size:
+            widest = 0
+            for d in range(1, dim):
+                if upper[node, d] - lower[node, d] > upper[node, widest] - lower[node, widest]:
+                    widest = d
+            middle = (s + e) // 2
+            _select(order, points, widest, s, e, middle)
+            left[node], right[node] = count, count + 1
+            start[count], stop[count] = s, middle
+            start[count + 1], stop[count + 1] = middle, e
+            count += 2
+        node += 1
+    return (order, start[:count].copy(), stop[:count].copy(), left[:count].copy(),
+            right[:count].copy(), lower[:count].copy(), upper[:count].copy())  # fmt: skip
+
+
+@njit(cache=True, parallel=True)
+def _ranks(y, order, start, stop, left, right, lower, upper, x, own, blocks):
+    """Local cloaking and hidden flag of original row p, whose own avatar is stored row p."""
+    n = x.shape[0]
+    cloaking = np.zeros(n, np.int64)
+    hidden = np.zeros(n, np.bool_)
+    for item in prange(blocks.size):
+        stack = np.empty(_STACK, np.int64)
+        for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
+            radius = own[p]
+            count = 0
+            hides = False
+            stack[0], top = 0, 1
+            while top:
+                top -= 1
+                node = stack[top]
+                low, high = _box_squared(x, p, lower, upper, node)
+                if low > radius * (1 + _MARGIN):
+                    continue
+                if high < radius * (1 - _MARGIN):  # every avatar inside is strictly closer
+                    inside = stop[node] - start[node]
+                    if start[node] <= p < stop[node]:
+                        inside -= 1
+                    count += inside
+                    hides = hides or inside > 0
+                    continue
+                if left[node] < 0:
+                    for q in range(start[node], stop[node]):
+                        if q == p:
+                            continue
+                        d2 = _pair_squared(x, p, y, q, radius)
+                        if d2 < radius:
+                            count += 1
+                            hides = True
+                        elif d2 == radius:
+                            count += 1
+                            hides = hides or order[q] < order[p]
+                    continue
+                stack[top], stack[top + 1] = left[node], right[node]
+                top += 2
+            cloaking[p] = count
+            hidden[p] = hides
+    return cloaking, hidden
+
+
+@njit(cache=True, parallel=True)
+def _two_nearest(x, order, start, stop, left, right, lower, upper, y, blocks):
+    """The two smallest squared distances from avatar row p to the stored originals."""
+    n = y.shape[0]
+    first = np.empty(n)
+    second = np.empty(n)
+    for item in prange(blocks.size):
+        node_stack = np.empty(_STACK, np.int64)
+        bound_stack = np.empty(_STACK)
+        for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
+            best, runner_up = np.inf, np.inf
+            node_stack[0], bound_stack[0], top = 0, 0.0, 1
+            while top:
+                top -= 1
+                node = node_stack[top]
+                if bound_stack[top] > runner_up * (1 + _MARGIN):
+                    continue
+                if left[node] < 0:
+                    for q in range(start[node], stop[node]):
+                        d2 = _pair_squared(y, p, x, q, runner_up)
+                        if d2 < best:
+                            best, runner_up = d2, best
+                        elif d2 < runner_up:
+                            runner_up = d2
+                    continue
+                near, far = left[node], right[node]
+                near_low = _box_squared(y, p, lower, upper, near)[0]
+                far_low = _box_squared(y, p, lower, upper, far)[0]
+                if far_low < near_low:
+                    near, far, near_low, far_low = far, near, far_low, near_low
+                node_stack[top], bound_stack[top] = far, far_low
+                node_stack[top + 1], bound_stack[top + 1] = near, near_low
+                top += 2
+            first[p] = best
+            second[p] = runner_up
+    return first, second
