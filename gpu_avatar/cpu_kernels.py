@@ -83,12 +83,12 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
     avatars, originals = KDTree.build(y), KDTree.build(x)
     blocks = _block_order(own.size)
+    # Each original is queried in its own avatar's row order (x_i lies near y_i), and back:
+    # neighbouring queries then visit the same nodes.
+    x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
+    y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
     with _LOCK:
-        # Each original is queried from its own avatar's row (x_i lies near y_i), and back:
-        # neighbouring queries then visit the same nodes.
-        x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
         cloaking, hidden = _ranks(*avatars.walk(), x_rows, own[avatars.order], blocks)
-        y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
         first, second = _two_nearest(*originals.walk(), y_rows, blocks)
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
 
