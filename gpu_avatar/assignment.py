@@ -14,7 +14,10 @@
 from __future__ import annotations
 
 import os
+from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,11 +31,11 @@ DEFAULT_BLOCK_SIZE = 2000  # within ~3 % of the optimum at n = 4000 (see tests)
 # the price of a few per cent of total distance.
 LARGE_PROBLEM_ROWS = 50_000
 LARGE_PROBLEM_BLOCK_SIZE = 1000
+EXACT_RATIO_MAX_ROWS = 3000  # above, the exact optimum is too slow to report beside the blocks
 
 
 def default_block_size(n_children: int) -> int:
     return DEFAULT_BLOCK_SIZE if n_children <= LARGE_PROBLEM_ROWS else LARGE_PROBLEM_BLOCK_SIZE
-EXACT_RATIO_MAX_ROWS = 3000  # above, the exact optimum is too slow to report beside the blocks
 
 
 @dataclass
@@ -83,29 +86,44 @@ def _solve_block(slot_points: np.ndarray, child_points: np.ndarray) -> tuple[np.
     return slot_of_child, float(cost[children, slots].sum())
 
 
-def _solve_block_args(args: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, float]:
-    return _solve_block(*args)
-
-
 def balanced_blocks(
-    slot_points: np.ndarray, child_points: np.ndarray, block_size: int
+    parent_points: np.ndarray, slot_parent: np.ndarray, child_points: np.ndarray, block_size: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Split slots and children jointly into blocks of <= ``block_size`` of each, equal sizes."""
+    """Split slots (slot i is a copy of parent ``slot_parent[i]``) and children jointly into
+    blocks of <= ``block_size`` of each, equal sizes. The slots' points are read through
+    ``slot_parent`` and one coordinate at a time: no (slots + children) x dimensions copy."""
     blocks = []
-    stack = [(np.arange(len(slot_points)), np.arange(len(child_points)))]
+    stack = [(np.arange(len(slot_parent)), np.arange(len(child_points)))]
     while stack:
         slots, children = stack.pop()
         if len(slots) <= block_size:
             blocks.append((slots, children))
             continue
-        both = np.concatenate([slot_points[slots], child_points[children]])
-        axis = int(np.argmax(both.max(axis=0) - both.min(axis=0)))
-        slots = slots[np.argsort(slot_points[slots, axis], kind="stable")]
+        rows = slot_parent[slots]
+        spans = [
+            max(parent_points[rows, j].max(), child_points[children, j].max())
+            - min(parent_points[rows, j].min(), child_points[children, j].min())
+            for j in range(child_points.shape[1])
+        ]
+        axis = int(np.argmax(spans))
+        slots = slots[np.argsort(parent_points[rows, axis], kind="stable")]
         children = children[np.argsort(child_points[children, axis], kind="stable")]
         half = len(slots) // 2
         stack.append((slots[half:], children[half:]))
         stack.append((slots[:half], children[:half]))
     return blocks
+
+
+def _solved_in_order(pool: ProcessPoolExecutor, tasks: Iterator, window: int) -> Iterator:
+    """``_solve_block`` of each task, in order, with at most ``window`` tasks submitted at
+    once: the blocks' points are copied for the workers only shortly before they are solved."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.submit(_solve_block, *task))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def assign_linear_sum(
@@ -125,25 +143,23 @@ def assign_linear_sum(
     if block_size < 1:
         raise AvatarError(f"block_size must be >= 1, got {block_size}")
     slot_parent = np.repeat(np.arange(len(parents)), counts)
-    slot_points = parents[slot_parent]
-    blocks = balanced_blocks(slot_points, children, block_size)
-    tasks = [(slot_points[s], children[c]) for s, c in blocks]
-    workers = min(workers or os.cpu_count() or 1, len(tasks))
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            solved = list(
-                pool.map(_solve_block_args, tasks, chunksize=max(1, len(tasks) // (4 * workers)))
-            )
-    else:
-        solved = [_solve_block(*task) for task in tasks]
+    blocks = balanced_blocks(parents, slot_parent, children, block_size)
+    tasks = ((parents[slot_parent[s]], children[c]) for s, c in blocks)
+    workers = min(workers or os.cpu_count() or 1, len(blocks))
     parent = np.empty(len(children), dtype=np.int64)
     total = 0.0
-    for (slots, block_children), (slot_of_child, cost) in zip(blocks, solved, strict=True):
-        parent[block_children] = slot_parent[slots[slot_of_child]]
-        total += cost
+    with ExitStack() as stack:
+        if workers > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
+            solved = _solved_in_order(pool, tasks, window=16 * workers)
+        else:
+            solved = (_solve_block(*task) for task in tasks)
+        for (slots, block_children), (slot_of_child, cost) in zip(blocks, solved, strict=True):
+            parent[block_children] = slot_parent[slots[slot_of_child]]
+            total += cost
     ratio = None
     if len(blocks) > 1 and len(children) <= EXACT_RATIO_MAX_ROWS:
-        _, exact = _solve_block(slot_points, children)
+        _, exact = _solve_block(parents[slot_parent], children)
         ratio = total / exact if exact > 0 else 1.0
     return Assignment(
         parent=parent, total_cost=total, n_blocks=len(blocks), cost_ratio_to_exact=ratio

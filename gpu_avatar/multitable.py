@@ -31,7 +31,7 @@ from .assignment import (
     assign_minimum_distance,
     round_preserving_sum,
 )
-from .avatarize import AvatarizationResult, avatarize, seed_sequence
+from .avatarize import avatarize, seed_sequence
 from .backend import Backend, resolve_backend
 from .database import Database, Link, parent_rows
 from .encoding import CONTINUOUS, fresh_identifiers
@@ -41,6 +41,7 @@ from .progress import ProgressLike, Steps
 from .synthesis import shuffle_order
 
 logger = logging.getLogger("gpu_avatar")
+COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
 
 
 def broadcast_name(parent: str, column: Any) -> str:
@@ -67,6 +68,19 @@ class LinkReport:
 
 
 @dataclass
+class TableRun:
+    """How one table was avatarized: settings, seed, step timings and batches. Its enriched
+    originals and avatars are not kept: they are as long as the table and only the run needs
+    them."""
+
+    parameters: dict[str, Any]
+    seed: int
+    projection_kind: str
+    timings: dict[str, float] = field(default_factory=dict)
+    batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions
+
+
+@dataclass
 class DatabaseAvatarizationResult:
     """Avatar tables of a database, with what the metrics need.
 
@@ -79,7 +93,7 @@ class DatabaseAvatarizationResult:
     originals: dict[str, pd.DataFrame] = field(repr=False)
     database: Database = field(repr=False)
     links: list[LinkReport]
-    table_results: dict[str, AvatarizationResult] = field(repr=False)
+    table_results: dict[str, TableRun] = field(repr=False)
     original_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
     avatar_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
     parameters: dict[str, Any] = field(default_factory=dict)
@@ -169,15 +183,21 @@ def _shared_coordinates(
     child_avatars: pd.DataFrame,
     backend: Backend,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Avatar parents and avatar children in one FAMD space of the parent's variables."""
+    """Avatar parents and avatar children in one FAMD space of the parent's variables. The
+    children are encoded and projected ``COORDINATE_CHUNK_ROWS`` at a time: only their
+    coordinates exist for the whole table."""
     variables = db.variables(link.parent)
     children = child_avatars[[broadcast_name(link.parent, c) for c in variables]]
     children.columns = variables
+    chunks = [
+        children.iloc[start : start + COORDINATE_CHUNK_ROWS]
+        for start in range(0, len(children), COORDINATE_CHUNK_ROWS)
+    ]
     types = {c: k for c, k in db.tables[link.parent].types.items() if c in variables}
-    parents, (kids,), _ = metric_coordinates(
-        parent_avatars[variables], [children], 10**9, types, "median", backend
+    parents, kids, _ = metric_coordinates(
+        parent_avatars[variables], chunks, 10**9, types, "median", backend
     )
-    return backend.to_numpy(parents), backend.to_numpy(kids)
+    return backend.to_numpy(parents), np.concatenate([backend.to_numpy(part) for part in kids])
 
 
 def cardinality_similarity(original_rows, n_original, avatar_rows, n_avatar) -> float:
@@ -187,6 +207,73 @@ def cardinality_similarity(original_rows, n_original, avatar_rows, n_avatar) -> 
     original = np.bincount(original_rows, minlength=n_original)
     avatar = np.bincount(avatar_rows, minlength=n_avatar)
     return float(1.0 - ks_2samp(original, avatar).statistic)
+
+
+def _relink(
+    db: Database,
+    link: Link,
+    avatars: pd.DataFrame,
+    parent_avatars: pd.DataFrame,
+    original_rows: np.ndarray,
+    backend: Backend,
+    block_size: int | None,
+) -> tuple[LinkReport, np.ndarray]:
+    """The link's report and the avatar parent (position) of every avatar row of the child;
+    the shared coordinates live only as long as this call."""
+    report = LinkReport(link.parent, link.child, link.foreign_key, link.method, 0.0, 0.0)
+    if link.method == "original_order":
+        rows = original_rows
+    else:
+        parents, children = _shared_coordinates(db, link, parent_avatars, avatars, backend)
+        if link.method == "minimum_distance":
+            assignment = assign_minimum_distance(children, parents)
+        else:
+            counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), len(avatars))
+            assignment = assign_linear_sum(children, parents, counts, block_size=block_size)
+        rows = assignment.parent
+        report.total_cost = assignment.total_cost
+        report.n_blocks = assignment.n_blocks
+        report.cost_ratio_to_exact = assignment.cost_ratio_to_exact
+    report.cardinality_similarity = cardinality_similarity(
+        original_rows, len(parent_avatars), rows, len(parent_avatars)
+    )
+    return report, rows
+
+
+def _unshuffled_table(
+    db: Database,
+    name: str,
+    table: pd.DataFrame,
+    avatars: pd.DataFrame,
+    fresh: np.ndarray,
+    release_order: np.ndarray,
+    new_keys: Mapping[str, np.ndarray],
+    avatar_positions: Mapping[tuple[str, str], np.ndarray],
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Avatar table ``name`` with the original's columns and dtypes, row i = avatar of row i:
+    primary keys ``fresh``, numbered in the release order, and the parents' new keys; and
+    those primary keys."""
+    primary_key = db.tables[name].primary_key
+    keys = np.empty(len(table), dtype=fresh.dtype)  # not object: no boxed integer per row
+    keys[release_order] = fresh
+    output = {}
+    for column in table.columns:
+        if column == primary_key:
+            values = pd.Series(keys)
+        elif column in db.foreign_keys(name):
+            link = next(lk for lk in db.parents_of(name) if lk.foreign_key == column)
+            values = pd.Series(new_keys[link.parent][avatar_positions[(name, column)]])
+        else:
+            values = avatars[column].reset_index(drop=True)
+        dtype = table[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype) and column in db.foreign_keys(name):
+            # its categories are original keys, none of which survives: use the new ones
+            values = values.astype(dtype.categories.dtype).astype(
+                pd.CategoricalDtype(ordered=dtype.ordered)
+            )
+            dtype = values.dtype
+        output[column] = values.astype(dtype)
+    return pd.DataFrame(output, columns=table.columns), keys
 
 
 def avatarize_database(
@@ -221,8 +308,9 @@ def avatarize_database(
         )
         for link in db.links
     }
-    results: dict[str, AvatarizationResult] = {}
-    new_keys: dict[str, np.ndarray] = {}
+    runs: dict[str, TableRun] = {}
+    kept: dict[str, pd.DataFrame] = {}  # avatar columns that a parent's links still need
+    new_keys: dict[str, np.ndarray] = {}  # a parent's new primary keys, unshuffled
     avatar_positions: dict[tuple[str, str], np.ndarray] = {}
     reports: list[LinkReport] = []
     unshuffled: dict[str, pd.DataFrame] = {}
@@ -230,6 +318,8 @@ def avatarize_database(
     for index, name in enumerate(order):
         table = data[name]
         n = len(table)
+        # first: finding fresh keys takes far more memory than they hold
+        fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
         enriched, types = enriched_table(db, name, data, positions)
         table_k = _per_table(k, name, order, "k")
         if not isinstance(table_k, (int, np.integer)) or not 2 <= table_k < n:
@@ -251,58 +341,37 @@ def avatarize_database(
             backend=backend,
             batch_size=_per_table(batch_size, name, order, "batch_size", required=False),
         )
-        results[name] = result
-        steps.advance()
+        del enriched  # with the result's originals and shuffled avatars: only these are kept
+        runs[name] = TableRun(
+            result.parameters, result.seed, result.projection_kind, result.timings, result.batches
+        )
         avatars = result.sensitive_unshuffled_avatars
+        del result
+        steps.advance()
         for link in db.parents_of(name):
             steps.start(f"link {link.parent} -> {name}")
             key = (link.child, link.foreign_key)
-            parent_avatars = results[link.parent].sensitive_unshuffled_avatars
-            report = LinkReport(link.parent, name, link.foreign_key, link.method, 0.0, 0.0)
-            if link.method == "original_order":
-                avatar_positions[key] = positions[key]
-            else:
-                parents, children = _shared_coordinates(db, link, parent_avatars, avatars, backend)
-                if link.method == "minimum_distance":
-                    assignment = assign_minimum_distance(children, parents)
-                else:
-                    counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), n)
-                    assignment = assign_linear_sum(
-                        children, parents, counts, block_size=assignment_block_size
-                    )
-                avatar_positions[key] = assignment.parent
-                report.total_cost = assignment.total_cost
-                report.n_blocks = assignment.n_blocks
-                report.cost_ratio_to_exact = assignment.cost_ratio_to_exact
-            report.cardinality_similarity = cardinality_similarity(
-                positions[key], len(data[link.parent]), avatar_positions[key], len(parent_avatars)
+            report, avatar_positions[key] = _relink(
+                db, link, avatars, kept[link.parent], positions[key], backend, assignment_block_size
             )
             reports.append(report)
             steps.advance()
+        children = db.children_of(name)
+        if children:
+            counts = [count_name(lk) for lk in children if lk.method == "linear_sum_assignment"]
+            kept[name] = avatars[db.variables(name) + counts]
 
         release_order = shuffle_order(n, table_sequence)
-        keys = np.empty(n, dtype=object)
-        keys[release_order] = fresh_identifiers(table[db.tables[name].primary_key], n)
-        new_keys[name] = keys
-        output = {}
-        for column in table.columns:
-            if column == db.tables[name].primary_key:
-                values = pd.Series(keys)
-            elif column in db.foreign_keys(name):
-                link = next(lk for lk in db.parents_of(name) if lk.foreign_key == column)
-                values = pd.Series(new_keys[link.parent][avatar_positions[(name, column)]])
-            else:
-                values = avatars[column].reset_index(drop=True)
-            dtype = table[column].dtype
-            if isinstance(dtype, pd.CategoricalDtype) and column in db.foreign_keys(name):
-                # its categories are original keys, none of which survives: use the new ones
-                values = values.astype(dtype.categories.dtype).astype(
-                    pd.CategoricalDtype(ordered=dtype.ordered)
-                )
-                dtype = values.dtype
-            output[column] = values.astype(dtype)
-        unshuffled[name] = pd.DataFrame(output, columns=table.columns)
+        unshuffled[name], keys = _unshuffled_table(
+            db, name, table, avatars, fresh, release_order, new_keys, avatar_positions
+        )
+        del avatars, fresh
         released[name] = unshuffled[name].iloc[release_order].reset_index(drop=True)
+        if children:
+            new_keys[name] = keys
+        for parent in {link.parent for link in db.parents_of(name)}:
+            if all(order.index(lk.child) <= index for lk in db.children_of(parent)):
+                del kept[parent], new_keys[parent]  # its last child is linked
 
     for report in reports:
         link_child = released[report.child][report.foreign_key]
@@ -314,7 +383,7 @@ def avatarize_database(
         originals=data,
         database=db,
         links=reports,
-        table_results=results,
+        table_results=runs,
         original_parent_rows=positions,
         avatar_parent_rows=avatar_positions,
         parameters=dict(k=k, ncp=ncp, seed=int(sequence.entropy), backend=backend.name),

@@ -140,8 +140,8 @@ def test_blocked_assignment_reports_its_ratio_to_the_optimum_on_small_problems()
 @pytest.mark.parametrize("block_size", [1, 7, 64, 1000])
 def test_balanced_blocks_partition_both_sides_into_equal_blocks(block_size):
     rng = np.random.default_rng(block_size)
-    slots, children = rng.standard_normal((333, 4)), rng.standard_normal((333, 4))
-    blocks = balanced_blocks(slots, children, block_size)
+    parents, children = rng.standard_normal((111, 4)), rng.standard_normal((333, 4))
+    blocks = balanced_blocks(parents, np.repeat(np.arange(111), 3), children, block_size)
     for block_slots, block_children in blocks:
         assert len(block_slots) == len(block_children) <= block_size
     np.testing.assert_array_equal(np.sort(np.concatenate([b[0] for b in blocks])), np.arange(333))
