@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -31,18 +32,24 @@ class AvatarizationResult:
     """Avatars of one table, with what is needed to evaluate them.
 
     ``avatars`` is the release: shuffled, fresh identifiers, same columns and dtypes as the
-    input. ``sensitive_unshuffled_avatars`` keeps row i = avatar of input row i (same index as
-    the input) for the privacy metrics only: releasing it would link avatars to people.
+    input (built on first access from the unshuffled avatars and ``release_order``, so a
+    caller that only needs the unshuffled ones, as the multi-table pipeline, never holds both).
+    ``sensitive_unshuffled_avatars`` keeps row i = avatar of input row i (same index as the
+    input) for the privacy metrics only: releasing it would link avatars to people.
     """
 
-    avatars: pd.DataFrame
     sensitive_unshuffled_avatars: pd.DataFrame
+    release_order: np.ndarray = field(repr=False)  # released row r = unshuffled row order[r]
     original: pd.DataFrame = field(repr=False)
     parameters: dict[str, Any]
     seed: int  # entropy of the run's SeedSequence: pass it back as seed= to reproduce the run
     projection_kind: str
     timings: dict[str, float] = field(default_factory=dict)
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions, if batched
+
+    @functools.cached_property
+    def avatars(self) -> pd.DataFrame:
+        return self.sensitive_unshuffled_avatars.iloc[self.release_order].reset_index(drop=True)
 
     def privacy_metrics(self, **overrides: Any) -> PrivacyMetrics:
         """``ga.privacy_metrics`` on this run's originals and unshuffled avatars, with the
@@ -293,14 +300,13 @@ def avatarize(
         )
         for b, (rows, batch_sequence) in enumerate(zip(batches, seeds, strict=True))
     ]
-    if len(parts) == 1:
-        unshuffled = parts[0]
-    else:  # back to the input's row order
-        unshuffled = pd.concat(parts).iloc[np.argsort(np.concatenate(batches))]
-    avatars = unshuffled.iloc[order].reset_index(drop=True)
+    unshuffled = pd.concat(parts) if len(parts) > 1 else parts[0]
+    del parts  # the batches' frames: one copy of the avatars at a time
+    if len(batches) > 1:  # back to the input's row order
+        unshuffled = unshuffled.iloc[np.argsort(np.concatenate(batches))]
     return AvatarizationResult(
-        avatars=like_input(avatars, df),
         sensitive_unshuffled_avatars=like_input(unshuffled, df),
+        release_order=order,
         original=frame,
         parameters=dict(
             k=k,
