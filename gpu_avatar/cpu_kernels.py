@@ -1,4 +1,5 @@
-"""Compiled CPU k-d tree searches (numba, the optional ``fast`` extra), exact in one walk.
+"""Compiled CPU kernels (numba, the optional ``fast`` extra): exact k-d tree searches in one
+walk, and the synthesis of a block of avatars in one pass.
 
 scipy's cKDTree decides "within the radius" in its own arithmetic, so the scipy engines ask it
 for candidates or for counts at a radius -/+ a band and then re-check with ``distances.py``.
@@ -13,6 +14,7 @@ would compare the same way.
   points per leaf.
 - ``distance_ranks(x, y, own)``: per original, local-cloaking count and hidden flag (rules of
   ``reductions.py``); per avatar, its two smallest squared distances to the originals.
+- ``synthesize_block``: barycentres and categorical draws of ``synthesis.py``, bit for bit.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
 small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
@@ -277,3 +279,45 @@ def _two_nearest(x, order, start, stop, left, right, lower, upper, y, blocks):
             first[p] = best
             second[p] = runner_up
     return first, second
+
+
+# ------------------------------------------------------------------------------- synthesis
+def synthesize_block(continuous, codes, neighbours, weights, uniforms):
+    """``synthesis._barycentre`` and ``synthesis._draw`` for one block of rows, fused: the
+    same operations in the same order per value, so the same bits, without the (b, k)
+    temporaries per column."""
+    out_continuous = np.empty((neighbours.shape[0], continuous.shape[1]))
+    out_codes = np.empty((neighbours.shape[0], codes.shape[1]), np.int64)
+    with _LOCK:
+        _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes)
+    return out_continuous, out_codes
+
+
+@njit(cache=True, parallel=True)
+def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes):
+    b, k = neighbours.shape
+    for r in prange(b):
+        for c in range(continuous.shape[1]):
+            value = continuous[neighbours[r, 0], c]
+            total = weights[r, 0] * value
+            low = value
+            high = value
+            for j in range(1, k):
+                value = continuous[neighbours[r, j], c]
+                total = total + weights[r, j] * value
+                low = min(low, value)
+                high = max(high, value)
+            out_continuous[r, c] = min(max(total, low), high)
+        if codes.shape[1] == 0:
+            continue
+        cumulative = np.empty(k)
+        cumulative[0] = weights[r, 0]
+        for j in range(1, k):
+            cumulative[j] = cumulative[j - 1] + weights[r, j]
+        for c in range(codes.shape[1]):
+            threshold = uniforms[r, c] * cumulative[k - 1]
+            chosen = 0
+            for j in range(k):
+                if cumulative[j] <= threshold:
+                    chosen += 1
+            out_codes[r, c] = codes[neighbours[r, min(chosen, k - 1)], c]

@@ -9,7 +9,10 @@ Scaling follows saiph (the reference implementation):
   by ``1 / sqrt(w)`` (FAMD, PCA; MCA keeps them as they are);
 - MCA equals the categorical part of FAMD scaled by ``1 / sqrt(number of variables)``.
 
-The Gram matrix is accumulated in float64 over row chunks (so memory does not grow with n),
+The one-hot matrix is never built: the Gram matrix comes from the continuous block's product,
+per-modality sums of the scaled continuous values and cross-tabulations of each pair of
+categorical variables (``_gram``), and coordinates add one row of a per-modality table per
+categorical variable (``transform``), row chunk by row chunk, in float64. The Gram matrix is
 decomposed on the host with ``eigh``, sorted by decreasing eigenvalue; each axis's sign is fixed
 so that its largest-magnitude loading is positive. Components whose eigenvalue is numerically
 zero (the one-hot columns of a variable are linearly dependent) are dropped.
@@ -76,9 +79,7 @@ class Projection:
                 np.repeat(self.variable_weights[encoded.continuous.shape[1] :], self.n_modalities_),
             ]
         )
-        gram = np.zeros((weights.size, weights.size))
-        for scaled in self._scaled_chunks(encoded):
-            gram += self.backend.to_numpy(scaled.T @ scaled)
+        gram = self._gram(encoded)
         eigenvalues, eigenvectors = np.linalg.eigh(weights[:, None] * gram * weights[None, :])
         order = np.argsort(eigenvalues)[::-1]
         eigenvalues, eigenvectors = eigenvalues[order], eigenvectors[:, order]
@@ -102,29 +103,88 @@ class Projection:
     def n_components_(self) -> int:
         return self.components_.shape[0]
 
-    def _scaled_chunks(self, encoded: EncodedTable):
-        """Yield the scaled matrix ``[x~ | z]`` of successive row chunks, on the backend."""
-        xp = self.backend.xp
-        width = encoded.continuous.shape[1] + int(self.offsets_[-1])
-        step = chunk_rows(8 * width)
+    def _row_chunks(self, encoded: EncodedTable, row_bytes: int):
+        """(scaled continuous values, categorical codes) of successive row chunks, on the
+        backend; a chunk's temporaries stay within ``_CHUNK_BYTES``."""
+        step = chunk_rows(row_bytes)
         for start in range(0, encoded.n_rows, step):
             stop = min(start + step, encoded.n_rows)
             continuous = self.backend.asarray(encoded.continuous[start:stop])
-            codes = self.backend.asarray(encoded.categorical[start:stop])
-            one_hot = xp.zeros((stop - start, int(self.offsets_[-1])))
-            rows = xp.arange(stop - start)
-            for j in range(len(self.n_modalities_)):
-                known = codes[:, j] >= 0  # modalities unseen at fit time stay all-zero
-                one_hot[rows[known], codes[known, j] + int(self.offsets_[j])] = 1.0
-            proportions = self.proportions_
-            z = (one_hot - proportions) / xp.sqrt(xp.where(proportions > 0, proportions, 1.0))
-            yield xp.concatenate([(continuous - self.mean_) / self.std_, z], axis=1)
+            yield (continuous - self.mean_) / self.std_, self.backend.asarray(
+                encoded.categorical[start:stop]
+            )
+
+    def _modality_blocks(self):
+        """Per categorical variable: (column slice, proportions, sqrt of the proportions)."""
+        xp = self.backend.xp
+        root = xp.sqrt(xp.where(self.proportions_ > 0, self.proportions_, 1.0))
+        for j in range(len(self.n_modalities_)):
+            block = slice(int(self.offsets_[j]), int(self.offsets_[j + 1]))
+            yield block, self.proportions_[block], root[block]
+
+    def _gram(self, encoded: EncodedTable) -> np.ndarray:
+        """``S^T S`` for the scaled matrix ``S = [x~ | z]`` without building ``z``: with
+        ``z[r, m] = (1[code_r = m] - p_m) / sqrt(p_m)``, a (continuous, modality) entry is
+        ``(sum of x~ over the rows of m - p_m sum of x~) / sqrt(p_m)`` and a (modality,
+        modality') entry ``(N_mm' - n_m p_m' - p_m n_m' + n p_m p_m') / sqrt(p_m p_m')``, with
+        ``N`` the two variables' cross-tabulation and ``n_m = n p_m`` the counts."""
+        xp = self.backend.xp
+        n_continuous = encoded.continuous.shape[1]
+        width = n_continuous + int(self.offsets_[-1])
+        gram = xp.zeros((width, width))
+        modalities = list(self._modality_blocks())
+        for x, codes in self._row_chunks(encoded, 8 * (2 * n_continuous + 2)):
+            gram[:n_continuous, :n_continuous] += x.T @ x
+            column_sums = x.sum(axis=0)
+            for j, (block_j, p_j, root_j) in enumerate(modalities):
+                m_j = len(p_j)
+                sums = xp.stack(
+                    [xp.bincount(codes[:, j], weights=x[:, d], minlength=m_j)
+                     for d in range(n_continuous)],
+                    axis=1,
+                ) if n_continuous else xp.zeros((m_j, 0))  # fmt: skip
+                counts_j = p_j * x.shape[0]  # this chunk's expected counts
+                rows = slice(n_continuous + block_j.start, n_continuous + block_j.stop)
+                gram[rows, :n_continuous] += (sums - p_j[:, None] * column_sums) / root_j[:, None]
+                for other in range(j, len(modalities)):
+                    block_l, p_l, root_l = modalities[other]
+                    m_l = len(p_l)
+                    cross = xp.bincount(
+                        codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l
+                    ).reshape(m_j, m_l)
+                    real_l = cross.sum(axis=0)
+                    real_j = cross.sum(axis=1)
+                    entry = (
+                        cross
+                        - real_j[:, None] * p_l[None, :]
+                        - p_j[:, None] * real_l[None, :]
+                        + counts_j[:, None] * p_l[None, :]
+                    ) / (root_j[:, None] * root_l[None, :])
+                    others = slice(n_continuous + block_l.start, n_continuous + block_l.stop)
+                    gram[others, rows] += entry.T  # other >= j: on or below the diagonal
+        lower = xp.tril_indices(width, -1)
+        gram[lower[1], lower[0]] = gram[lower]  # exactly symmetric, from the lower triangle
+        return self.backend.to_numpy(gram)
 
     def transform(self, encoded: EncodedTable, n_components: int | None = None) -> Any:
-        """Coordinates (n, n_components) as a backend array."""
+        """Coordinates (n, n_components) as a backend array: the continuous block's product
+        plus, per categorical variable, the row of its modality in ``components / sqrt(p)``
+        minus the constant ``sum_m sqrt(p_m) components[m]`` (an unseen modality adds none)."""
+        xp = self.backend.xp
         components = self.components_[: n_components or self.n_components_]
-        parts = [self.scale_ * (scaled @ components.T) for scaled in self._scaled_chunks(encoded)]
-        return self.backend.xp.concatenate(parts, axis=0)
+        n_continuous = self.mean_.shape[0]
+        tables = []
+        for block, p, root in self._modality_blocks():
+            loadings = components[:, n_continuous + block.start : n_continuous + block.stop].T
+            tables.append((loadings / root[:, None], ((p / root)[:, None] * loadings).sum(axis=0)))
+        parts = []
+        for x, codes in self._row_chunks(encoded, 8 * (n_continuous + 2 * components.shape[0])):
+            coordinates = x @ components[:, :n_continuous].T
+            for j, (table, shift) in enumerate(tables):
+                known = codes[:, j] >= 0
+                coordinates += table[xp.maximum(codes[:, j], 0)] * known[:, None] - shift
+            parts.append(self.scale_ * coordinates)
+        return xp.concatenate(parts, axis=0)
 
     def inverse_transform(self, coordinates: Any) -> tuple[Any, Any]:
         """Continuous values and modality frequencies (n, total modalities) from coordinates.

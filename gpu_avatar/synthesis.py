@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import Backend
+from .backend import Backend, numba_available
 from .errors import AvatarError
 
 DISTANCE_EPSILON = 1e-12
@@ -87,6 +87,7 @@ def synthesize(
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
     compute_rows = RANDOM_BLOCK if backend.is_gpu else _CPU_COMPUTE_ROWS
+    fused = not backend.is_gpu and categorical == "draw" and numba_available()
     for start in range(0, n, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
@@ -94,6 +95,17 @@ def synthesize(
         uniforms = None
         if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
+        if fused:  # one compiled pass over the block (cpu_kernels.py), same values
+            from .cpu_kernels import synthesize_block
+
+            out_continuous[start:stop], out_codes[start:stop] = synthesize_block(
+                continuous,
+                codes,
+                np.ascontiguousarray(neighbour_indices[start:stop]),
+                weights,
+                np.zeros((stop - start, 0)) if uniforms is None else uniforms,
+            )
+            continue
         for s0 in range(start, stop, compute_rows):
             s1 = min(s0 + compute_rows, stop)
             rows = slice(s0 - start, s1 - start)

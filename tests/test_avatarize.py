@@ -8,12 +8,15 @@ definitions); it must first reproduce the values of the published avatars.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar.backend import BACKEND_ENV_VAR, _probe_cupy
+from gpu_avatar import synthesis
+from gpu_avatar.backend import BACKEND_ENV_VAR, _probe_cupy, numba_available
 
 SEEDS = (0, 1, 2)
 
@@ -507,3 +510,19 @@ def test_neighbour_engines_give_the_same_avatars(wbcd, paper_runs, engine):
         wbcd.df, k=20, ncp=2, seed=0, types=wbcd.types, neighbour_engine=engine
     )
     pd.testing.assert_frame_equal(result.avatars, paper_runs["wbcd", 0].avatars)
+
+
+@pytest.mark.skipif(not numba_available(), reason="numba is not installed")
+@pytest.mark.parametrize("dataset", ["aids", "mixed"])
+def test_compiled_synthesis_gives_the_same_avatars_as_the_array_code(dataset, request):
+    """With numba the CPU synthesis runs fused (cpu_kernels.py); without, as array code: the
+    avatars must be identical, bit for bit (AIDS: missing values; mixed: every dtype)."""
+    if dataset == "aids":
+        aids = request.getfixturevalue("aids")
+        df, options = aids.df, dict(k=20, ncp=5, types=aids.types)
+    else:
+        df, options = mixed_table(), dict(k=5, ncp=3)
+    fused = ga.avatarize(df, seed=3, **options)
+    with mock.patch.object(synthesis, "numba_available", return_value=False):
+        plain = ga.avatarize(df, seed=3, **options)
+    pd.testing.assert_frame_equal(fused.avatars, plain.avatars, check_exact=True)
