@@ -169,11 +169,11 @@ def _fit_model_encoded(
     df, k, ncp, column_weights, types, imputation, backend, categorical, neighbour_engine
 ) -> tuple[AvatarModel, EncodedTable]:
     """``fit_model``, also returning ``df`` encoded (its first batch needs it again)."""
-    encoder = TableEncoder(types, imputation).fit(df)
+    encoder = TableEncoder(types, imputation)
+    encoded = encoder.fit_transform(df)
     if not encoder.variable_sources_:
         raise AvatarError("the table has no variable besides identifier columns")
     weights = expand_variable_weights(encoder, column_weights)
-    encoded = encoder.transform(df)
     kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
     projection = Projection(kind, weights, backend).fit(encoded)
     model = AvatarModel(

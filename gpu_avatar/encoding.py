@@ -132,6 +132,15 @@ class TableEncoder:
 
     # ------------------------------------------------------------------ fit
     def fit(self, df: pd.DataFrame) -> TableEncoder:
+        self._fit(df)
+        return self
+
+    def fit_transform(self, df: pd.DataFrame) -> EncodedTable:
+        """``fit(df).transform(df)``, reusing the categorical codes found while fitting."""
+        return self._encode(df, self._fit(df))
+
+    def _fit(self, df: pd.DataFrame) -> dict[Any, np.ndarray]:
+        """Fit; returns the categorical columns' codes (-1 where missing)."""
         validate_table(df)
         unknown = [c for c in self.types if c not in df.columns]
         if unknown:
@@ -140,6 +149,7 @@ class TableEncoder:
             )
         self.columns_ = list(df.columns)
         self.specs_: dict[Any, ColumnSpec] = {}
+        codes = {}
         for name in df.columns:
             series = df[name]
             kind = self.types.get(name) or _detect_kind(series)
@@ -157,11 +167,11 @@ class TableEncoder:
             if kind == CONTINUOUS:
                 self._fit_continuous(spec, series, missing)
             elif kind == CATEGORICAL:
-                self._fit_categorical(spec, series)
+                codes[name] = self._fit_categorical(spec, series)
             self.specs_[name] = spec
         if self.imputation == "knn" and self.continuous_columns_:
             self._fit_knn_imputer(df)
-        return self
+        return codes
 
     def _fit_continuous(self, spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> None:
         if _is_datetime(spec.dtype):
@@ -180,14 +190,16 @@ class TableEncoder:
             np.mean(observed) if self.imputation == "mean" else np.median(observed)
         )
 
-    def _fit_categorical(self, spec: ColumnSpec, series: pd.Series) -> None:
+    def _fit_categorical(self, spec: ColumnSpec, series: pd.Series) -> np.ndarray:
         if isinstance(spec.dtype, pd.CategoricalDtype):
             used = np.unique(series.cat.codes.to_numpy())
             spec.modalities = spec.dtype.categories[used[used >= 0]]
-        else:
-            _codes, spec.modalities = pd.factorize(series, sort=True)
-        codes = self.categorical_codes(spec, series)
+            codes = self.categorical_codes(spec, series)
+        else:  # sorted factorization: codes into the modalities, -1 where missing
+            codes, spec.modalities = pd.factorize(series, sort=True)
+            codes = codes.astype(np.int64)
         spec.fill_value = _mode_code(codes, len(spec.modalities))
+        return codes
 
     def _fit_knn_imputer(self, df: pd.DataFrame) -> None:
         from sklearn.impute import KNNImputer
@@ -252,6 +264,10 @@ class TableEncoder:
 
     def transform(self, df: pd.DataFrame) -> EncodedTable:
         """Encode ``df`` (same columns as at fit time) with the fitted modalities and fills."""
+        return self._encode(df, {})
+
+    def _encode(self, df: pd.DataFrame, known_codes: Mapping[Any, np.ndarray]) -> EncodedTable:
+        """``transform``, taking a categorical column's codes from ``known_codes`` if there."""
         missing_cols = [c for c in self.columns_ if c not in df.columns]
         if missing_cols:
             raise AvatarError(f"the table lacks the fitted column(s) {missing_cols}")
@@ -273,7 +289,9 @@ class TableEncoder:
         codes = np.empty((n, len(categorical_columns) + len(indicators)), dtype=np.int64)
         for j, name in enumerate(categorical_columns):
             series = df[name]
-            column = self.categorical_codes(self.specs_[name], series)
+            column = known_codes.get(name)
+            if column is None:
+                column = self.categorical_codes(self.specs_[name], series)
             column[series.isna().to_numpy()] = self.specs_[name].fill_value
             codes[:, j] = column
         for j, name in enumerate(indicators, start=len(categorical_columns)):

@@ -138,11 +138,10 @@ class Projection:
             column_sums = x.sum(axis=0)
             for j, (block_j, p_j, root_j) in enumerate(modalities):
                 m_j = len(p_j)
-                sums = xp.stack(
-                    [xp.bincount(codes[:, j], weights=x[:, d], minlength=m_j)
-                     for d in range(n_continuous)],
-                    axis=1,
-                ) if n_continuous else xp.zeros((m_j, 0))  # fmt: skip
+                cells = codes[:, j, None] * n_continuous + xp.arange(n_continuous)
+                sums = xp.bincount(
+                    cells.ravel(), weights=x.ravel(), minlength=m_j * n_continuous
+                ).reshape(m_j, n_continuous)
                 counts_j = p_j * x.shape[0]  # this chunk's expected counts
                 rows = slice(n_continuous + block_j.start, n_continuous + block_j.stop)
                 gram[rows, :n_continuous] += (sums - p_j[:, None] * column_sums) / root_j[:, None]
