@@ -15,6 +15,7 @@ would compare the same way.
 - ``distance_ranks(x, y, own)``: per original, local-cloaking count and hidden flag (rules of
   ``reductions.py``); per avatar, its two smallest squared distances to the originals.
 - ``synthesize_block``: barycentres and categorical draws of ``synthesis.py``, bit for bit.
+- ``verify_candidates``: the exact re-check of ``neighbours.py``'s index candidates.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
 small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
@@ -321,3 +322,48 @@ def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous
                 if cumulative[j] <= threshold:
                     chosen += 1
             out_codes[r, c] = codes[neighbours[r, min(chosen, k - 1)], c]
+
+
+# ------------------------------------------------------------------------------ neighbours
+def verify_candidates(points, candidates, far_squared, margin, k: int):
+    """``neighbours._verify`` in one compiled pass: each row's k nearest among its candidates
+    by (exact squared distance, index), itself excluded by index, and the rows whose result
+    the index cannot guarantee (k-th distance >= the farthest candidate's minus ``margin``)."""
+    points = np.ascontiguousarray(points, dtype=np.float64)
+    exhaustive = candidates.shape[1] >= points.shape[0]
+    with _LOCK:
+        indices, squared, uncertain = _verify(
+            points, np.ascontiguousarray(candidates), far_squared, margin, k, exhaustive
+        )
+    return indices, squared, np.nonzero(uncertain)[0]
+
+
+@njit(cache=True, parallel=True)
+def _verify(points, candidates, far_squared, margin, k, exhaustive):
+    n, q = candidates.shape
+    indices = np.empty((n, k), np.int64)
+    squared = np.empty((n, k))
+    uncertain = np.zeros(n, np.bool_)
+    for i in prange(n):
+        best_d = np.full(k, np.inf)
+        best_i = np.full(k, n)
+        for c in range(q):
+            j = candidates[i, c]
+            if j == i:
+                continue
+            d2 = _pair_squared(points, i, points, j, np.inf)
+            if d2 > best_d[k - 1] or (d2 == best_d[k - 1] and j > best_i[k - 1]):
+                continue
+            slot = k - 1
+            while slot > 0 and (
+                d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and j < best_i[slot - 1])
+            ):
+                best_d[slot] = best_d[slot - 1]
+                best_i[slot] = best_i[slot - 1]
+                slot -= 1
+            best_d[slot] = d2
+            best_i[slot] = j
+        indices[i] = best_i
+        squared[i] = best_d
+        uncertain[i] = not exhaustive and best_d[k - 1] >= far_squared[i] - margin[i]
+    return indices, squared, uncertain

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from .backend import CPU, Backend
+from .backend import CPU, Backend, numba_available
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
@@ -181,6 +181,10 @@ def _order_candidates(d2, block, own_rows, xp):
 
 def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
+    if not backend.is_gpu and numba_available():  # the same, compiled in one pass
+        from .cpu_kernels import verify_candidates
+
+        return verify_candidates(points, candidates, far_squared, margin, k)
     xp = backend.xp
     n = points.shape[0]
     indices = xp.empty((n, k), dtype=xp.int64)

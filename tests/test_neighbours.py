@@ -12,7 +12,7 @@ import pytest
 
 import gpu_avatar as ga
 from gpu_avatar import neighbours as nb
-from gpu_avatar.backend import CPU
+from gpu_avatar.backend import CPU, numba_available
 
 try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its exact re-check
     import faiss  # noqa: F401
@@ -20,6 +20,15 @@ try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its ex
     ENGINES = ("kdtree", "brute", "faiss")
 except ImportError:
     ENGINES = ("kdtree", "brute")
+
+
+@pytest.fixture(autouse=True, params=["compiled", "array"] if numba_available() else ["array"])
+def verification(request, monkeypatch):
+    """Every test runs with the candidates re-checked by the compiled kernel (numba) and by
+    the array code."""
+    if request.param == "array":
+        monkeypatch.setattr(nb, "numba_available", lambda: False)
+    return request.param
 
 
 def naive_neighbours(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
