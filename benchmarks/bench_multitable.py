@@ -69,6 +69,7 @@ from _common import (
 PACKAGES = ("gpu_avatar", "numpy", "pandas", "scipy", "scikit-learn")
 MIN_SDV_PARENTS = 100
 TARGET_CHILDREN, TARGET_SECONDS, TARGET_MB = 1_000_000, 300, 8000
+BOUNDED_TARGET_MB = 4_000  # issue 6, above 10^6 children (the single-table scale target)
 RESULT_TAG = "BENCH_RESULT "
 
 
@@ -501,12 +502,16 @@ def main(argv: list[str] | None = None) -> None:
         f"{link['reported_referential_integrity']:.1f} %)"
     )
     seconds, peak = main_run.details["seconds"], main_run.peak_mb
-    target = f"target (10^6 children in < {TARGET_SECONDS} s, < {TARGET_MB:,} MB): "
-    if args.children >= TARGET_CHILDREN:
-        met = seconds < TARGET_SECONDS and peak < TARGET_MB
-        target += f"{seconds:.1f} s, {peak:,.0f} MB -> {'met' if met else 'NOT met'}"
+    if args.children > TARGET_CHILDREN:  # issue 6: bounded memory, whatever the time
+        target = f"target (bounded memory, < {BOUNDED_TARGET_MB:,} MB): {peak:,.0f} MB -> "
+        target += "met" if peak < BOUNDED_TARGET_MB else "NOT met"
     else:
-        target += f"not evaluated at {args.children:,} children"
+        target = f"target (10^6 children in < {TARGET_SECONDS} s, < {TARGET_MB:,} MB): "
+        if args.children == TARGET_CHILDREN:
+            met = seconds < TARGET_SECONDS and peak < TARGET_MB
+            target += f"{seconds:.1f} s, {peak:,.0f} MB -> {'met' if met else 'NOT met'}"
+        else:
+            target += f"not evaluated at {args.children:,} children"
     step_headers, steps = step_table(main_run)
     print(f"\n{title}\n")
     print(text_table(SUMMARY_HEADERS, rows))
