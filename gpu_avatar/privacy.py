@@ -107,8 +107,8 @@ def metric_coordinates(
     of a projection fitted on the originals (identifier columns left out)."""
     variables = [c for c in original.columns if (types or {}).get(c) != IDENTIFIER]
     types = {c: kind for c, kind in (types or {}).items() if c in variables}
-    encoder = TableEncoder(types, imputation, missing_indicators=False).fit(original[variables])
-    encoded = encoder.transform(original[variables])
+    encoder = TableEncoder(types, imputation, missing_indicators=False)
+    encoded = encoder.fit_transform(original[variables])
     kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
     weights = np.ones(len(encoder.variable_sources_))
     projection = Projection(kind, weights, backend).fit(encoded)
