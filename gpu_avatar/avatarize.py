@@ -264,7 +264,7 @@ def avatarize(
         batches, seeds = [np.arange(n)], [sequence]
     else:
         with _timed(timings, "batch plan"):
-            codes = TableEncoder(types, imputation).fit(frame).transform(frame).categorical
+            codes = TableEncoder(types, imputation).fit_transform(frame).categorical
             batches = plan_batches(codes, batch_size, sequence)
             seeds = [batch_seed(sequence, b) for b in range(len(batches))]
     steps = Steps(progress, "avatarize", total=1 + 4 * len(batches))

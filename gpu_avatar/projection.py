@@ -136,6 +136,9 @@ class Projection:
         for x, codes in self._row_chunks(encoded, 8 * (2 * n_continuous + 2)):
             gram[:n_continuous, :n_continuous] += x.T @ x
             column_sums = x.sum(axis=0)
+            chunk_counts = [
+                xp.bincount(codes[:, v], minlength=len(p)) for v, (_, p, _) in enumerate(modalities)
+            ]
             for j, (block_j, p_j, root_j) in enumerate(modalities):
                 m_j = len(p_j)
                 cells = codes[:, j, None] * n_continuous + xp.arange(n_continuous)
@@ -151,12 +154,10 @@ class Projection:
                     cross = xp.bincount(
                         codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l
                     ).reshape(m_j, m_l)
-                    real_l = cross.sum(axis=0)
-                    real_j = cross.sum(axis=1)
                     entry = (
                         cross
-                        - real_j[:, None] * p_l[None, :]
-                        - p_j[:, None] * real_l[None, :]
+                        - chunk_counts[j][:, None] * p_l[None, :]
+                        - p_j[:, None] * chunk_counts[other][None, :]
                         + counts_j[:, None] * p_l[None, :]
                     ) / (root_j[:, None] * root_l[None, :])
                     others = slice(n_continuous + block_l.start, n_continuous + block_l.stop)
@@ -246,9 +247,14 @@ class _ProjectionEstimator:
         self.backend = backend
 
     def fit(self, df: pd.DataFrame) -> _ProjectionEstimator:
+        self._fit_encoded(to_pandas(df))
+        return self
+
+    def _fit_encoded(self, df: pd.DataFrame) -> EncodedTable:
+        """Fit on ``df``; returns ``df`` encoded (``fit_transform`` needs it again)."""
         backend = resolve_backend(self.backend)
-        df = to_pandas(df)
-        self.encoder_ = TableEncoder(self.types, self.imputation, missing_indicators=False).fit(df)
+        self.encoder_ = TableEncoder(self.types, self.imputation, missing_indicators=False)
+        encoded = self.encoder_.fit_transform(df)
         if self.encoder_.identifier_columns_:
             raise AvatarError(
                 f"identifier column(s) {self.encoder_.identifier_columns_} cannot be projected; "
@@ -268,11 +274,11 @@ class _ProjectionEstimator:
                 "continuous: use FAMD, or declare them categorical in types"
             )
         weights = expand_variable_weights(self.encoder_, self.column_weights)
-        self.projection_ = Projection(kind, weights, backend).fit(self.encoder_.transform(df))
+        self.projection_ = Projection(kind, weights, backend).fit(encoded)
         self.kind_ = kind
         self.eigenvalues_ = self.projection_.eigenvalues_
         self.explained_variance_ratio_ = self.projection_.explained_variance_ratio_
-        return self
+        return encoded
 
     @property
     def n_components_(self) -> int:
@@ -282,7 +288,10 @@ class _ProjectionEstimator:
     def transform(self, df: pd.DataFrame) -> pd.DataFrame:
         """Coordinates of ``df`` in the fitted space, one column per component."""
         df = to_pandas(df)
-        coordinates = self.projection_.transform(self.encoder_.transform(df), self.n_components_)
+        return self._coordinates(df, self.encoder_.transform(df))
+
+    def _coordinates(self, df: pd.DataFrame, encoded: EncodedTable) -> pd.DataFrame:
+        coordinates = self.projection_.transform(encoded, self.n_components_)
         return pd.DataFrame(
             self.projection_.backend.to_numpy(coordinates),
             index=df.index,
@@ -290,7 +299,8 @@ class _ProjectionEstimator:
         )
 
     def fit_transform(self, df: pd.DataFrame) -> pd.DataFrame:
-        return self.fit(df).transform(df)
+        df = to_pandas(df)
+        return self._coordinates(df, self._fit_encoded(df))
 
     def inverse_transform(self, coordinates: pd.DataFrame | np.ndarray) -> pd.DataFrame:
         """A table with the fitted columns and dtypes; categories by highest frequency."""
