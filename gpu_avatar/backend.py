@@ -84,6 +84,19 @@ def numba_available() -> bool:
     return True
 
 
+def numba_kernels(backend: Backend) -> ModuleType:
+    """``cpu_kernels`` for an explicit ``engine='numba'``, or an error saying what to change."""
+    if backend.is_gpu:
+        raise AvatarError("engine='numba' runs on the CPU: use backend='cpu' or engine='auto'")
+    if not numba_available():
+        raise AvatarError(
+            "engine='numba' needs numba: pip install 'gpu_avatar[fast]', or use engine='auto'"
+        )
+    from . import cpu_kernels
+
+    return cpu_kernels
+
+
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
     """Turn ``"auto" | "cpu" | "gpu"`` (or the GPU_AVATAR_BACKEND variable) into a Backend.
 

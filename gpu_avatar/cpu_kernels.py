@@ -15,6 +15,7 @@ would compare the same way.
 - ``distance_ranks(x, y, own)``: per original, local-cloaking count and hidden flag (rules of
   ``reductions.py``); per avatar, its two smallest squared distances to the originals.
 - ``synthesize_block``: barycentres and categorical draws of ``synthesis.py``, bit for bit.
+- ``nearest_others(points, k)``: each point's exact k nearest others, by (distance, index).
 - ``verify_candidates``: the exact re-check of ``neighbours.py``'s index candidates.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
@@ -367,3 +368,131 @@ def _verify(points, candidates, far_squared, margin, k, exhaustive):
         squared[i] = best_d
         uncertain[i] = not exhaustive and best_d[k - 1] >= far_squared[i] - margin[i]
     return indices, squared, uncertain
+
+
+def nearest_others(points: np.ndarray, k: int):
+    """``neighbours.nearest_neighbours``'s contract, exact in one walk: (n, k) indices and
+    squared distances of each point's k nearest others, ordered by (squared distance, index),
+    the point itself excluded by index.
+
+    The queries of one leaf share a walk. Each visited leaf is tested against every query's
+    current k-th distance with one vectorised box bound, then measured against the surviving
+    queries in one vectorised pass per query (the points stored dimension-major): about 1.5x
+    scipy's cKDTree query on 10^5 FAMD coordinates in 5-D, k = 20, with no re-check needed."""
+    tree = KDTree.build(points)
+    leaves = np.nonzero(tree.left < 0)[0]
+    leaves = leaves[np.random.default_rng(0).permutation(leaves.size)]  # dense regions spread
+    columns = np.ascontiguousarray(tree.points.T)
+    largest = int((tree.stop - tree.start)[leaves].max())
+    with _LOCK:
+        return _nearest_others(*tree.walk(), columns, leaves, largest, k)
+
+
+@njit(cache=True, parallel=True)
+def _nearest_others(
+    points, order, start, stop, left, right, lower, upper, columns, leaves, largest, k
+):
+    n = points.shape[0]
+    indices = np.empty((n, k), np.int64)
+    squared = np.empty((n, k))
+    for item in prange(leaves.size):
+        _leaf_neighbours(
+            leaves[item], points, order, start, stop, left, right, lower, upper, columns,
+            largest, k, indices, squared,
+        )  # fmt: skip
+    return indices, squared
+
+
+@njit(cache=True, inline="always")
+def _box_gap(lower, upper, a, b):
+    """Smallest squared distance between the boxes of nodes a and b."""
+    total = 0.0
+    for d in range(lower.shape[1]):
+        gap = max(lower[b, d] - upper[a, d], lower[a, d] - upper[b, d])
+        if gap > 0.0:
+            total += gap * gap
+    return total
+
+
+@njit(cache=True)
+def _leaf_neighbours(
+    own, points, order, start, stop, left, right, lower, upper, columns, largest, k, indices,
+    squared,
+):
+    """The k nearest others of the points stored in leaf ``own``, written at their caller's
+    rows. Nodes are visited nearest box first; a node is skipped when its box is farther from
+    the leaf's box than the largest current k-th distance, a leaf's point when it is farther
+    from that query than the query's own k-th distance (both with the 1e-9 margin)."""
+    dim = points.shape[1]
+    s, m = start[own], stop[own] - start[own]
+    best_d = np.full((m, k), np.inf)
+    best_i = np.full((m, k), points.shape[0])
+    kth = np.full(m, np.inf)
+    bound = np.inf
+    box_low = np.empty(m)
+    pair = np.empty(largest)
+    node_stack = np.empty(_STACK, np.int64)
+    gap_stack = np.empty(_STACK)
+    node_stack[0], gap_stack[0], top = 0, 0.0, 1
+    while top:
+        top -= 1
+        node = node_stack[top]
+        if gap_stack[top] > bound * (1 + _MARGIN):
+            continue
+        if left[node] >= 0:
+            near, far = left[node], right[node]
+            near_gap = _box_gap(lower, upper, own, near)
+            far_gap = _box_gap(lower, upper, own, far)
+            if far_gap < near_gap:
+                near, far, near_gap, far_gap = far, near, far_gap, near_gap
+            node_stack[top], gap_stack[top] = far, far_gap
+            node_stack[top + 1], gap_stack[top + 1] = near, near_gap
+            top += 2
+            continue
+        first, size = start[node], stop[node] - start[node]
+        for p in range(m):  # squared distance from every query to this leaf's box
+            box_low[p] = 0.0
+        for d in range(dim):
+            a, b = lower[node, d], upper[node, d]
+            for p in range(m):
+                v = columns[d, s + p]
+                gap = max(max(a - v, v - b), 0.0)
+                box_low[p] += gap * gap
+        for p in range(m):
+            if box_low[p] > kth[p] * (1 + _MARGIN):
+                continue
+            # distances.py's sum, dimension by dimension (0.0 + square == square)
+            v = columns[0, s + p]
+            for j in range(size):
+                diff = columns[0, first + j] - v
+                pair[j] = diff * diff
+            for d in range(1, dim):
+                v = columns[d, s + p]
+                for j in range(size):
+                    diff = columns[d, first + j] - v
+                    pair[j] += diff * diff
+            cap, worst = best_d[p, k - 1], best_i[p, k - 1]
+            for j in range(size):
+                d2 = pair[j]
+                if d2 > cap or first + j == s + p:
+                    continue
+                index = order[first + j]
+                if d2 == cap and index > worst:
+                    continue
+                slot = k - 1
+                while slot > 0 and (
+                    d2 < best_d[p, slot - 1]
+                    or (d2 == best_d[p, slot - 1] and index < best_i[p, slot - 1])
+                ):
+                    best_d[p, slot] = best_d[p, slot - 1]
+                    best_i[p, slot] = best_i[p, slot - 1]
+                    slot -= 1
+                best_d[p, slot], best_i[p, slot] = d2, index
+                cap, worst = best_d[p, k - 1], best_i[p, k - 1]
+            kth[p] = cap
+        bound = 0.0
+        for p in range(m):
+            bound = max(bound, kth[p])
+    for p in range(m):
+        indices[order[s + p]] = best_i[p]
+        squared[order[s + p]] = best_d[p]

@@ -8,6 +8,8 @@ index: a fast index only proposes candidates, which are then verified exactly.
 Engines:
 - ``"brute"``: every pair, tile by tile with a running top-k (any backend); on the GPU a fused
   CUDA kernel (``kernels.py``) when k <= 64.
+- ``"numba"`` (CPU, when numba is installed; what ``"auto"`` picks there): the compiled k-d
+  tree walk of ``cpu_kernels.py``, exact by construction (same arithmetic, ties by index).
 - ``"kdtree"``: scipy's cKDTree on the CPU, ``cupyx.scipy.spatial.KDTree`` on the GPU.
 - ``"faiss"``, ``"cuml"``: FAISS (flat L2 index, on the GPU when FAISS has GPU support) and
   cuML's brute-force search, used when importable.
@@ -24,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from .backend import CPU, Backend, numba_available
+from .backend import CPU, Backend, numba_available, numba_kernels
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
-ENGINES = ("auto", "brute", "kdtree", "faiss", "cuml")
+ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")
 GPU_BRUTE_MAX_ROWS = 200_000  # "auto" on the GPU: brute kernel up to here, k-d tree above
 _TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
 _FLOAT32_RELATIVE_ERROR = 1e-5  # float32 expanded-form indexes (FAISS), generous
@@ -50,6 +52,9 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     if engine == "brute":
         indices, squared = _brute(points, k, backend)
         return indices, xp.sqrt(squared)
+    if engine == "numba":
+        indices, squared = numba_kernels(backend).nearest_others(points, k)
+        return indices, np.sqrt(squared)
     candidates, far_squared, margin = _PROPOSERS[engine](points, min(k + 2, n), backend)
     indices, squared, uncertain = _verify(points, candidates, far_squared, margin, k, backend)
     if uncertain.size:
@@ -78,10 +83,11 @@ def _gpu_accelerator() -> str | None:
 
 
 def _auto_engine(backend: Backend, n: int) -> str:
-    """CPU: k-d tree. GPU: FAISS or cuML when installed, else the fused kernel for small
-    tables and the CuPy k-d tree for large ones."""
+    """CPU: the compiled k-d tree when numba is installed, else scipy's. GPU: FAISS or cuML
+    when installed, else the fused kernel for small tables and the CuPy k-d tree for large
+    ones."""
     if not backend.is_gpu:
-        return "kdtree"
+        return "numba" if numba_available() else "kdtree"
     return _gpu_accelerator() or ("brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree")
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
-from .backend import CPU, Backend, numba_available
+from .backend import CPU, Backend, numba_available, numba_kernels
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 from .neighbours import query_in_tree_order
@@ -102,14 +102,7 @@ def auto_engine(backend: Backend, n: int) -> str:
 
 
 def _numba(x, y, backend: Backend) -> DistanceRanks:
-    if backend.is_gpu:
-        raise AvatarError("engine='numba' runs on the CPU: use backend='cpu' or engine='auto'")
-    if not numba_available():
-        raise AvatarError(
-            "engine='numba' needs numba: pip install 'gpu_avatar[fast]', or use engine='auto'"
-        )
-    from . import cpu_kernels
-
+    cpu_kernels = numba_kernels(backend)
     own = rowwise_squared(x, y, np)
     cloaking, hidden, first, second = cpu_kernels.distance_ranks(x, y, own)
     return _ranks(backend, own, cloaking, hidden, first, second)

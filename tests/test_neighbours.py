@@ -7,10 +7,13 @@ to the lower row index.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 
 import gpu_avatar as ga
+from gpu_avatar import backend
 from gpu_avatar import neighbours as nb
 from gpu_avatar.backend import CPU, numba_available
 
@@ -20,6 +23,8 @@ try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its ex
     ENGINES = ("kdtree", "brute", "faiss")
 except ImportError:
     ENGINES = ("kdtree", "brute")
+if numba_available():  # the compiled walk (the dev extra installs numba)
+    ENGINES = ("numba", *ENGINES)
 
 
 @pytest.fixture(autouse=True, params=["compiled", "array"] if numba_available() else ["array"])
@@ -146,6 +151,27 @@ def test_k_out_of_range_is_rejected(engine, k):
     points = random_float(n=10, dim=2)
     with pytest.raises(ga.AvatarError, match="k"):
         nb.nearest_neighbours(points, k, CPU, engine)
+
+
+@pytest.mark.skipif(not numba_available(), reason="numba is not installed")
+@pytest.mark.parametrize("leaf_size", [1, 2, 5])
+@pytest.mark.parametrize("data", sorted(DATA))
+def test_compiled_walk_on_deep_trees_equals_naive_reference(leaf_size, data):
+    """Tiny leaves: many nodes pruned by box, queries spread over many leaves."""
+    from gpu_avatar import cpu_kernels
+
+    points = DATA[data](n=300)
+    expected_idx, expected_dist = naive_neighbours(points, 9)
+    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+        indices, distances = nb.nearest_neighbours(points, 9, CPU, "numba")
+    np.testing.assert_array_equal(indices, expected_idx)
+    np.testing.assert_array_equal(distances, expected_dist)
+
+
+def test_numba_engine_without_numba_says_how_to_install_it():
+    with mock.patch.object(backend, "numba_available", return_value=False):
+        with pytest.raises(ga.AvatarError, match=r"gpu_avatar\[fast\]"):
+            nb.nearest_neighbours(random_float(n=10, dim=2), 3, CPU, "numba")
 
 
 def test_unknown_engine_is_rejected():

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpu_avatar import AvatarError, reductions
+from gpu_avatar import AvatarError, backend, reductions
 from gpu_avatar.backend import numba_available
 from gpu_avatar.reductions import distance_ranks
 
@@ -272,7 +272,7 @@ def test_auto_picks_a_tree_engine_above_the_brute_budget(numba_installed):
 
 def test_numba_engine_without_numba_says_how_to_install_it():
     x = np.zeros((3, 2))
-    with mock.patch.object(reductions, "numba_available", return_value=False):
+    with mock.patch.object(backend, "numba_available", return_value=False):
         with pytest.raises(AvatarError, match=r"gpu_avatar\[fast\]"):
             distance_ranks(x, x, engine="numba")
 
