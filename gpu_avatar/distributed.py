@@ -102,7 +102,9 @@ class DaskExecutor:
         if not tasks:
             return
         distributed = _distributed()
-        shared = self.client.scatter(context, broadcast=True)  # the model, once per worker
+        # the model, once per worker, under a key of its own: a content-hashed key would be
+        # shared with an earlier run on the same data (resume), whose clean-up cancels it
+        shared = self.client.scatter(context, broadcast=True, hash=False)
         run = uuid.uuid4().hex[:12]
         futures = {
             self.client.submit(
@@ -218,7 +220,7 @@ def distance_ranks(
         block_rows = -(-n // (4 * workers))
     block_rows = max(1, int(block_rows))
     backend_name = backend.name if isinstance(backend, Backend) else backend
-    shared = client.scatter(y, broadcast=True)
+    shared = client.scatter(y, broadcast=True, hash=False)  # not another call's key
     futures = {}
     for start in range(0, n, block_rows):
         future = client.submit(
