@@ -325,6 +325,25 @@ def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous
             out_codes[r, c] = codes[neighbours[r, min(chosen, k - 1)], c]
 
 
+def random_ranks(uniforms: np.ndarray) -> np.ndarray:
+    """``synthesis.random_ranks``, compiled."""
+    with _LOCK:
+        return _random_ranks(np.ascontiguousarray(uniforms))
+
+
+@njit(cache=True, parallel=True)
+def _random_ranks(uniforms):
+    b, k = uniforms.shape[0], uniforms.shape[1] + 1
+    ranks = np.empty((b, k), np.int64)
+    for r in prange(b):
+        for i in range(k):
+            ranks[r, i] = i + 1
+        for i in range(k - 1, 0, -1):
+            other = min(np.int64(uniforms[r, i - 1] * (i + 1)), i)
+            ranks[r, i], ranks[r, other] = ranks[r, other], ranks[r, i]
+    return ranks
+
+
 # ------------------------------------------------------------------------------ neighbours
 def verify_candidates(points, candidates, far_squared, margin, k: int):
     """``neighbours._verify`` in one compiled pass: each row's k nearest among its candidates

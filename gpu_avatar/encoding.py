@@ -359,10 +359,12 @@ def _decode_categorical(spec: ColumnSpec, codes: np.ndarray, mask: np.ndarray | 
         if mask is not None:
             full_codes = np.where(mask, -1, full_codes)
         return pd.Series(pd.Categorical.from_codes(full_codes, dtype=spec.dtype))
-    values = spec.modalities.to_numpy()[codes]
     if mask is None or not mask.any():
-        return pd.Series(values).astype(spec.dtype)
-    values = values.astype(object)
+        if isinstance(spec.dtype, pd.api.extensions.ExtensionDtype):
+            # e.g. strings: a take from the few modalities, no per-value conversion
+            return pd.Series(pd.array(spec.modalities, dtype=spec.dtype).take(codes))
+        return pd.Series(spec.modalities.to_numpy()[codes]).astype(spec.dtype)
+    values = spec.modalities.to_numpy()[codes].astype(object)
     values[mask] = spec.missing_value  # in numpy: pandas would turn a None into NaN
     return pd.Series(values, dtype=object).astype(spec.dtype)
 

@@ -526,3 +526,19 @@ def test_compiled_synthesis_gives_the_same_avatars_as_the_array_code(dataset, re
     with mock.patch.object(synthesis, "numba_available", return_value=False):
         plain = ga.avatarize(df, seed=3, **options)
     pd.testing.assert_frame_equal(fused.avatars, plain.avatars, check_exact=True)
+
+
+@pytest.mark.parametrize("compiled", [True, False] if numba_available() else [False])
+def test_random_ranks_are_uniform_permutations(compiled):
+    """Each row of the weights' ranks is a permutation of 1..k, every rank equally likely at
+    every position; compiled and array code draw the same ranks from the same uniforms."""
+    uniforms = np.random.default_rng(0).random((20_000, 9))
+    with mock.patch.object(synthesis, "numba_available", return_value=compiled):
+        ranks = synthesis.random_ranks(uniforms)
+    assert ranks.shape == (20_000, 10)
+    np.testing.assert_array_equal(np.sort(ranks, axis=1), np.tile(np.arange(1, 11), (20_000, 1)))
+    frequencies = np.stack([(ranks == r).mean(axis=0) for r in range(1, 11)])  # (rank, position)
+    np.testing.assert_allclose(frequencies, 0.1, atol=0.01)
+    if compiled:
+        with mock.patch.object(synthesis, "numba_available", return_value=False):
+            np.testing.assert_array_equal(ranks, synthesis.random_ranks(uniforms))
