@@ -26,6 +26,7 @@ Run from the repository root with the project's virtualenv:
     .venv/bin/python benchmarks/bench_tabular.py                      # 1e4, 1e5, 1e6 rows
     .venv/bin/python benchmarks/bench_tabular.py --sizes 10000        # quick check, < 1 minute
     .venv/bin/python benchmarks/bench_tabular.py --markdown           # also for RESULTS.md
+    .venv/bin/python benchmarks/bench_tabular.py --sizes 100000 --repeats 5  # median of 5
 
 Issue 2's target: at least 3 times the baseline's throughput at 1e5 and 1e6 rows, and 1e6 rows
 in under 60 s with under 4 GB peak on 2 cores.
@@ -147,6 +148,15 @@ def measure(engine: str, n_rows: int, args: argparse.Namespace) -> Measurement:
     )
 
 
+def _median_run(outcomes: list[Measurement | str]) -> Measurement | str:
+    """The run of median seconds (the upper one of an even count); a failure if any failed."""
+    failures = [o for o in outcomes if isinstance(o, str)]
+    if failures:
+        return failures[0]
+    ranked = sorted(outcomes, key=lambda outcome: outcome.seconds)
+    return ranked[len(ranked) // 2]
+
+
 def _number(value: float, digits: int = 1) -> str:
     return "nan" if math.isnan(value) else f"{value:,.{digits}f}"
 
@@ -203,6 +213,13 @@ def parse_args() -> argparse.Namespace:
         default=1_000_000,
         help="skip the baseline above this many rows (default: 1000000)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs per size and engine, alternating engines; the median run is reported "
+        "(default: 1; use 3 or 5 on a shared machine whose speed drifts)",
+    )
     parser.add_argument("--markdown", action="store_true", help="also print the tables as Markdown")
     return parser.parse_args()
 
@@ -211,17 +228,22 @@ def main() -> None:
     args = parse_args()
     results: dict[tuple[int, str], Measurement | str] = {}
     for n_rows in args.sizes:
-        for engine in ENGINES:
-            if engine == "baseline" and n_rows > args.baseline_max_rows:
-                results[n_rows, engine] = "skipped"
-                print(f"{n_rows:>10,} rows  {engine:<10}  skipped", flush=True)
-                continue
-            run_and_record(results, (n_rows, engine), 10, measure, engine, n_rows, args)
+        runs: dict[str, list[Measurement | str]] = {engine: [] for engine in ENGINES}
+        for _ in range(args.repeats):
+            for engine in ENGINES:
+                if engine == "baseline" and n_rows > args.baseline_max_rows:
+                    continue
+                outcome: dict = {}
+                run_and_record(outcome, (n_rows, engine), 10, measure, engine, n_rows, args)
+                runs[engine].append(outcome[n_rows, engine])
+        for engine, outcomes in runs.items():
+            results[n_rows, engine] = _median_run(outcomes) if outcomes else "skipped"
 
     summary_headers, summary, step_headers, steps = build_tables(results)
     title = (
         "Avatarization of a mixed table (10 continuous + 10 categorical columns), "
         f"k = {args.k}, ncp = {args.ncp}, seed = {args.seed}"
+        + (f", median of {args.repeats} alternating runs" if args.repeats > 1 else "")
     )
     print(f"\n{title}\n")
     print(text_table(summary_headers, summary))

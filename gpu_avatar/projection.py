@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, resolve_backend, to_pandas
+from .backend import Backend, numba_available, resolve_backend, to_pandas
 from .encoding import EncodedTable, TableEncoder
 from .errors import AvatarError
 
@@ -110,8 +110,9 @@ class Projection:
         for start in range(0, encoded.n_rows, step):
             stop = min(start + step, encoded.n_rows)
             continuous = self.backend.asarray(encoded.continuous[start:stop])
-            yield (continuous - self.mean_) / self.std_, self.backend.asarray(
-                encoded.categorical[start:stop]
+            yield (
+                (continuous - self.mean_) / self.std_,
+                self.backend.asarray(encoded.categorical[start:stop]),
             )
 
     def _modality_blocks(self):
@@ -136,35 +137,53 @@ class Projection:
         for x, codes in self._row_chunks(encoded, 8 * (2 * n_continuous + 2)):
             gram[:n_continuous, :n_continuous] += x.T @ x
             column_sums = x.sum(axis=0)
-            chunk_counts = [
-                xp.bincount(codes[:, v], minlength=len(p)) for v, (_, p, _) in enumerate(modalities)
-            ]
+            sums, cross = self._modality_statistics(x, codes)
+            counts = xp.diagonal(cross)
             for j, (block_j, p_j, root_j) in enumerate(modalities):
-                m_j = len(p_j)
-                cells = codes[:, j, None] * n_continuous + xp.arange(n_continuous)
-                sums = xp.bincount(
-                    cells.ravel(), weights=x.ravel(), minlength=m_j * n_continuous
-                ).reshape(m_j, n_continuous)
                 counts_j = p_j * x.shape[0]  # this chunk's expected counts
                 rows = slice(n_continuous + block_j.start, n_continuous + block_j.stop)
-                gram[rows, :n_continuous] += (sums - p_j[:, None] * column_sums) / root_j[:, None]
-                for other in range(j, len(modalities)):
-                    block_l, p_l, root_l = modalities[other]
-                    m_l = len(p_l)
-                    cross = xp.bincount(
-                        codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l
-                    ).reshape(m_j, m_l)
+                centred_sums = sums[block_j] - p_j[:, None] * column_sums
+                gram[rows, :n_continuous] += centred_sums / root_j[:, None]
+                for block_l, p_l, root_l in modalities[j:]:
                     entry = (
-                        cross
-                        - chunk_counts[j][:, None] * p_l[None, :]
-                        - p_j[:, None] * chunk_counts[other][None, :]
+                        cross[block_j, block_l]
+                        - counts[block_j][:, None] * p_l[None, :]
+                        - p_j[:, None] * counts[block_l][None, :]
                         + counts_j[:, None] * p_l[None, :]
                     ) / (root_j[:, None] * root_l[None, :])
                     others = slice(n_continuous + block_l.start, n_continuous + block_l.stop)
-                    gram[others, rows] += entry.T  # other >= j: on or below the diagonal
+                    gram[others, rows] += entry.T  # l >= j: on or below the diagonal
         lower = xp.tril_indices(width, -1)
         gram[lower[1], lower[0]] = gram[lower]  # exactly symmetric, from the lower triangle
         return self.backend.to_numpy(gram)
+
+    def _modality_statistics(self, x, codes):
+        """Per modality, the sums of the chunk's scaled continuous values (modalities, pc),
+        and the co-occurrence counts of every modality pair of two variables j <= l
+        (modalities, modalities; a variable's own block is diagonal: its counts). Sums run
+        over the rows in order, so the compiled pass (CPU with numba) gives the same bits
+        as the bincounts."""
+        if not self.backend.is_gpu and numba_available():
+            from .cpu_kernels import modality_statistics
+
+            return modality_statistics(x, codes, self.offsets_)
+        xp = self.backend.xp
+        total, n_continuous = int(self.offsets_[-1]), x.shape[1]
+        sums = xp.zeros((total, n_continuous))
+        cross = xp.zeros((total, total), dtype=xp.int64)
+        for j, m_j in enumerate(self.n_modalities_):
+            block_j = slice(int(self.offsets_[j]), int(self.offsets_[j + 1]))
+            cells = codes[:, j, None] * n_continuous + xp.arange(n_continuous)
+            sums[block_j] = xp.bincount(
+                cells.ravel(), weights=x.ravel(), minlength=m_j * n_continuous
+            ).reshape(m_j, n_continuous)
+            for other in range(j, len(self.n_modalities_)):
+                m_l = self.n_modalities_[other]
+                block_l = slice(int(self.offsets_[other]), int(self.offsets_[other + 1]))
+                cross[block_j, block_l] = xp.bincount(
+                    codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l
+                ).reshape(m_j, m_l)
+        return sums, cross
 
     def transform(self, encoded: EncodedTable, n_components: int | None = None) -> Any:
         """Coordinates (n, n_components) as a backend array: the continuous block's product

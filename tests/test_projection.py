@@ -9,11 +9,14 @@ non-negligible eigenvalue are compared, and their number must equal ours.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import gpu_avatar as ga
+from gpu_avatar import projection
 
 saiph = pytest.importorskip("saiph")
 
@@ -249,3 +252,19 @@ def test_projection_does_not_modify_input(aids):
     mixed_before = mixed.copy(deep=True)
     ga.FAMD().fit_transform(mixed)
     pd.testing.assert_frame_equal(mixed, mixed_before)
+
+
+@pytest.mark.parametrize("dataset", ["aids", "wbcd"])
+def test_compiled_and_array_statistics_give_the_same_axes(dataset, request):
+    """With numba the CPU Gram statistics come from one compiled pass, else from bincounts:
+    the same sums in the same row order, so the same axes bit for bit."""
+    if not projection.numba_available():
+        pytest.skip("numba is not installed")
+    data = request.getfixturevalue(dataset)
+    compiled = ga.FAMD(types=data.types).fit(data.df)
+    with mock.patch.object(projection, "numba_available", return_value=False):
+        array = ga.FAMD(types=data.types).fit(data.df)
+    np.testing.assert_array_equal(compiled.eigenvalues_, array.eigenvalues_)
+    pd.testing.assert_frame_equal(
+        compiled.transform(data.df), array.transform(data.df), check_exact=True
+    )
