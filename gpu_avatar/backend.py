@@ -36,6 +36,12 @@ class Backend:
     def is_gpu(self) -> bool:
         return self.name == "gpu"
 
+    @property
+    def compiled(self) -> bool:
+        """Whether this backend runs the compiled kernels of ``cpu_kernels.py``: the CPU with
+        numba installed (else the same steps run as array code)."""
+        return not self.is_gpu and numba_available()
+
     def asarray(self, array: Any, dtype: Any = None) -> Any:
         """Move a host array to the backend's device (no copy on the CPU)."""
         return self.xp.asarray(array, dtype=dtype)

@@ -21,7 +21,7 @@ would compare the same way.
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
 small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
 every result is independent of the thread count. Compiled on first use and cached on disk.
-This module imports numba: import it only when ``backend.numba_available()``.
+This module imports numba: import it only when ``Backend.compiled`` (numba installed).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from .backend import CPU, Backend, numba_available, numba_kernels
+from .backend import CPU, Backend, numba_kernels
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
@@ -87,7 +87,7 @@ def _auto_engine(backend: Backend, n: int) -> str:
     when installed, else the fused kernel for small tables and the CuPy k-d tree for large
     ones."""
     if not backend.is_gpu:
-        return "numba" if numba_available() else "kdtree"
+        return "numba" if backend.compiled else "kdtree"
     return _gpu_accelerator() or ("brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree")
 
 
@@ -187,7 +187,7 @@ def _order_candidates(d2, block, own_rows, xp):
 
 def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
-    if not backend.is_gpu and numba_available():  # the same, compiled in one pass
+    if backend.compiled:  # the same, in one compiled pass
         from .cpu_kernels import verify_candidates
 
         return verify_candidates(points, candidates, far_squared, margin, k)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, numba_available, resolve_backend, to_pandas
+from .backend import Backend, resolve_backend, to_pandas
 from .encoding import EncodedTable, TableEncoder
 from .errors import AvatarError
 
@@ -163,7 +163,7 @@ class Projection:
         (modalities, modalities; a variable's own block is diagonal: its counts). Sums run
         over the rows in order, so the compiled pass (CPU with numba) gives the same bits
         as the bincounts."""
-        if not self.backend.is_gpu and numba_available():
+        if self.backend.compiled:
             from .cpu_kernels import modality_statistics
 
             return modality_statistics(x, codes, self.offsets_)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
-from .backend import CPU, Backend, numba_available, numba_kernels
+from .backend import CPU, Backend, numba_kernels
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 from .neighbours import query_in_tree_order
@@ -98,7 +98,7 @@ def auto_engine(backend: Backend, n: int) -> str:
         return "brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree"
     if n * n <= BRUTE_MAX_PAIRS_ON_CPU:
         return "brute"
-    return "numba" if numba_available() else "kdtree"
+    return "numba" if backend.compiled else "kdtree"
 
 
 def _numba(x, y, backend: Backend) -> DistanceRanks:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import Backend, numba_available
+from .backend import Backend
 from .errors import AvatarError
 
 DISTANCE_EPSILON = 1e-12
@@ -33,9 +33,10 @@ def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> n
 
 
 def random_weights(
-    distances: np.ndarray, seed: np.random.SeedSequence, first_row: int
+    distances: np.ndarray, seed: np.random.SeedSequence, first_row: int, compiled: bool = False
 ) -> np.ndarray:
-    """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k)."""
+    """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k);
+    ``compiled``: shuffle the ranks with ``cpu_kernels.py`` (the same ranks)."""
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
@@ -44,18 +45,18 @@ def random_weights(
         stop = min(start + RANDOM_BLOCK, b)
         rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
-        ranks = random_ranks(rng.random((stop - start, k - 1)))
+        ranks = random_ranks(rng.random((stop - start, k - 1)), compiled)
         halves = np.exp2(-np.arange(k + 1.0))  # exact powers of two
         raw = exponential * halves[ranks] / np.maximum(distances[start:stop], DISTANCE_EPSILON)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
     return weights
 
 
-def random_ranks(uniforms: np.ndarray) -> np.ndarray:
+def random_ranks(uniforms: np.ndarray, compiled: bool = False) -> np.ndarray:
     """Per row, a random permutation of 1..k from k - 1 uniforms (Fisher-Yates: position i,
-    from the last down, swaps with position floor(u_i (i + 1))). Compiled when numba is
-    installed (the same integers: 10x faster than the array loop and numpy's ``permuted``)."""
-    if numba_available():
+    from the last down, swaps with position floor(u_i (i + 1))). ``compiled`` gives the same
+    integers 10x faster than the array loop and numpy's per-row ``permuted``."""
+    if compiled:
         from .cpu_kernels import random_ranks as compiled
 
         return compiled(uniforms)
@@ -107,11 +108,11 @@ def synthesize(
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
     compute_rows = RANDOM_BLOCK if backend.is_gpu else _CPU_COMPUTE_ROWS
-    fused = not backend.is_gpu and categorical == "draw" and numba_available()
+    fused = backend.compiled and categorical == "draw"
     for start in range(0, n, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
-        weights = backend.asarray(random_weights(host_distances, seed, start))
+        weights = backend.asarray(random_weights(host_distances, seed, start, backend.compiled))
         uniforms = None
         if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))

@@ -16,7 +16,7 @@ import pytest
 
 import gpu_avatar as ga
 from gpu_avatar import synthesis
-from gpu_avatar.backend import BACKEND_ENV_VAR, _probe_cupy, numba_available
+from gpu_avatar.backend import BACKEND_ENV_VAR, Backend, _probe_cupy, numba_available
 
 SEEDS = (0, 1, 2)
 
@@ -523,7 +523,7 @@ def test_compiled_synthesis_gives_the_same_avatars_as_the_array_code(dataset, re
     else:
         df, options = mixed_table(), dict(k=5, ncp=3)
     fused = ga.avatarize(df, seed=3, **options)
-    with mock.patch.object(synthesis, "numba_available", return_value=False):
+    with mock.patch.object(Backend, "compiled", property(lambda self: False)):
         plain = ga.avatarize(df, seed=3, **options)
     pd.testing.assert_frame_equal(fused.avatars, plain.avatars, check_exact=True)
 
@@ -533,12 +533,10 @@ def test_random_ranks_are_uniform_permutations(compiled):
     """Each row of the weights' ranks is a permutation of 1..k, every rank equally likely at
     every position; compiled and array code draw the same ranks from the same uniforms."""
     uniforms = np.random.default_rng(0).random((20_000, 9))
-    with mock.patch.object(synthesis, "numba_available", return_value=compiled):
-        ranks = synthesis.random_ranks(uniforms)
+    ranks = synthesis.random_ranks(uniforms, compiled)
     assert ranks.shape == (20_000, 10)
     np.testing.assert_array_equal(np.sort(ranks, axis=1), np.tile(np.arange(1, 11), (20_000, 1)))
     frequencies = np.stack([(ranks == r).mean(axis=0) for r in range(1, 11)])  # (rank, position)
     np.testing.assert_allclose(frequencies, 0.1, atol=0.01)
     if compiled:
-        with mock.patch.object(synthesis, "numba_available", return_value=False):
-            np.testing.assert_array_equal(ranks, synthesis.random_ranks(uniforms))
+        np.testing.assert_array_equal(ranks, synthesis.random_ranks(uniforms, compiled=False))

@@ -15,7 +15,7 @@ import pytest
 import gpu_avatar as ga
 from gpu_avatar import backend
 from gpu_avatar import neighbours as nb
-from gpu_avatar.backend import CPU, numba_available
+from gpu_avatar.backend import CPU, Backend, numba_available
 
 try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its exact re-check
     import faiss  # noqa: F401
@@ -29,10 +29,11 @@ if numba_available():  # the compiled walk (the dev extra installs numba)
 
 @pytest.fixture(autouse=True, params=["compiled", "array"] if numba_available() else ["array"])
 def verification(request, monkeypatch):
-    """Every test runs with the candidates re-checked by the compiled kernel (numba) and by
-    the array code."""
+    """Every test runs with the compiled kernels (numba: "auto" is the compiled walk, the
+    other index engines' candidates are re-checked in one compiled pass) and with the array
+    code ("auto" is scipy's k-d tree)."""
     if request.param == "array":
-        monkeypatch.setattr(nb, "numba_available", lambda: False)
+        monkeypatch.setattr(Backend, "compiled", property(lambda self: False))
     return request.param
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar import projection
+from gpu_avatar.backend import Backend, numba_available
 
 saiph = pytest.importorskip("saiph")
 
@@ -258,11 +258,11 @@ def test_projection_does_not_modify_input(aids):
 def test_compiled_and_array_statistics_give_the_same_axes(dataset, request):
     """With numba the CPU Gram statistics come from one compiled pass, else from bincounts:
     the same sums in the same row order, so the same axes bit for bit."""
-    if not projection.numba_available():
+    if not numba_available():
         pytest.skip("numba is not installed")
     data = request.getfixturevalue(dataset)
     compiled = ga.FAMD(types=data.types).fit(data.df)
-    with mock.patch.object(projection, "numba_available", return_value=False):
+    with mock.patch.object(Backend, "compiled", property(lambda self: False)):
         array = ga.FAMD(types=data.types).fit(data.df)
     np.testing.assert_array_equal(compiled.eigenvalues_, array.eigenvalues_)
     pd.testing.assert_frame_equal(

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_avatar import AvatarError, backend, reductions
-from gpu_avatar.backend import numba_available
+from gpu_avatar.backend import Backend, numba_available
 from gpu_avatar.reductions import distance_ranks
 
 # The compiled engine runs where numba is installed (the dev extra installs it).
@@ -261,7 +261,7 @@ def test_auto_picks_a_tree_engine_above_the_brute_budget(numba_installed):
     chosen = "_numba" if numba_installed else "_kdtree"
     with (
         mock.patch.object(reductions, "BRUTE_MAX_PAIRS_ON_CPU", 100),
-        mock.patch.object(reductions, "numba_available", return_value=numba_installed),
+        mock.patch.object(Backend, "compiled", property(lambda self: numba_installed)),
         mock.patch.object(reductions, chosen, wraps=getattr(reductions, chosen)) as engine,
     ):
         got = distance_ranks(x, y)
