@@ -41,12 +41,12 @@ def random_weights(
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
     weights = np.empty((b, k))
+    halves = np.exp2(-np.arange(k + 1.0))  # 2^-rank, exact powers of two
     for start in range(0, b, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, b)
         rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
         ranks = random_ranks(rng.random((stop - start, k - 1)), compiled)
-        halves = np.exp2(-np.arange(k + 1.0))  # exact powers of two
         raw = exponential * halves[ranks] / np.maximum(distances[start:stop], DISTANCE_EPSILON)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
     return weights
@@ -57,9 +57,9 @@ def random_ranks(uniforms: np.ndarray, compiled: bool = False) -> np.ndarray:
     from the last down, swaps with position floor(u_i (i + 1))). ``compiled`` gives the same
     integers 10x faster than the array loop and numpy's per-row ``permuted``."""
     if compiled:
-        from .cpu_kernels import random_ranks as compiled
+        from . import cpu_kernels
 
-        return compiled(uniforms)
+        return cpu_kernels.random_ranks(uniforms)
     b, k = uniforms.shape[0], uniforms.shape[1] + 1
     ranks = np.tile(np.arange(1, k + 1)[:, None], (1, b))  # position-major: rows contiguous
     flat, columns = ranks.reshape(-1), np.arange(b)
