@@ -254,19 +254,19 @@ def _unshuffled_table(
     primary keys ``fresh``, numbered in the release order, and the parents' new keys; and
     those primary keys."""
     primary_key = db.tables[name].primary_key
+    parent_of_key = {link.foreign_key: link.parent for link in db.parents_of(name)}
     keys = np.empty(len(table), dtype=fresh.dtype)  # not object: no boxed integer per row
     keys[release_order] = fresh
     output = {}
     for column in table.columns:
         if column == primary_key:
             values = pd.Series(keys)
-        elif column in db.foreign_keys(name):
-            link = next(lk for lk in db.parents_of(name) if lk.foreign_key == column)
-            values = pd.Series(new_keys[link.parent][avatar_positions[(name, column)]])
+        elif column in parent_of_key:
+            values = pd.Series(new_keys[parent_of_key[column]][avatar_positions[(name, column)]])
         else:
             values = avatars[column].reset_index(drop=True)
         dtype = table[column].dtype
-        if isinstance(dtype, pd.CategoricalDtype) and column in db.foreign_keys(name):
+        if isinstance(dtype, pd.CategoricalDtype) and column in parent_of_key:
             # its categories are original keys, none of which survives: use the new ones
             values = values.astype(dtype.categories.dtype).astype(
                 pd.CategoricalDtype(ordered=dtype.ordered)
