@@ -1,27 +1,32 @@
-"""Compiled CPU kernels (numba, the optional ``fast`` extra): exact k-d tree searches in one
-walk, and the synthesis of a block of avatars in one pass.
+"""Compiled kernels (numba): exact k-d tree searches, and the synthesis of a block of avatars
+in one pass.
 
 scipy's cKDTree decides "within the radius" in its own arithmetic, so the scipy engines ask it
 for candidates or for counts at a radius -/+ a band and then re-check with ``distances.py``.
 Here the tree is walked by compiled code that compares every pair with that same arithmetic
-(float64, dimension by dimension, no fused multiply-add: numba emits separate multiplies and
-adds), so one walk decides each query exactly. Node boxes only prune or, for the counts, add
-whole nodes; both with a 1e-9 relative margin, far above the rounding of a box distance
-(about 1e-15 relative), so a node is skipped or added whole only when every pair inside it
-would compare the same way.
+(float64, dimension by dimension, no fused multiply-add), so one walk decides each query
+exactly. Node boxes only prune or, for the counts, add whole nodes; both with a 1e-9 relative
+margin, far above the rounding of a box distance (about 1e-15 relative), so a node is skipped
+or added whole only when every pair inside it would compare the same way.
 
 - ``KDTree.build(points)``: median splits on the widest axis, tight boxes, ``LEAF_SIZE``
-  points per leaf.
-- ``distance_ranks(x, y, own)``: per original, local-cloaking count and hidden flag (rules of
-  ``reductions.py``); per avatar, its two smallest squared distances to the originals.
+  points per leaf (built on the host for both backends).
+- Per-query walks, one source for two targets (see "Shared walks" below): ``rank_query``
+  (local-cloaking count and hidden flag of one original, rules of ``reductions.py``),
+  ``two_nearest_query`` (an avatar's two smallest squared distances to the originals) and
+  ``knn_query`` (a point's exact k nearest others by (distance, index)). Here the CPU drivers
+  loop over queries in parallel; ``cuda_kernels.py`` runs them one CUDA thread per query.
+- ``distance_ranks(x, y, own)``, ``nearest_others_of(points, rows, k)``: the CPU drivers.
+- ``nearest_others(points, k)``: every point's k nearest others, the queries of one leaf
+  sharing one walk (faster on the CPU than one walk per query).
 - ``synthesize_block``: barycentres and categorical draws of ``synthesis.py``, bit for bit.
-- ``nearest_others(points, k)``: each point's exact k nearest others, by (distance, index).
 - ``verify_candidates``: the exact re-check of ``neighbours.py``'s index candidates.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
 small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
 every result is independent of the thread count. Compiled on first use and cached on disk.
-This module imports numba: import it only when ``Backend.compiled`` (numba installed).
+This module imports numba: import it only when numba is installed (``Backend.compiled``, or
+the GPU backend).
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload, register_jitable
 
 LEAF_SIZE = 32
-_MARGIN = 1e-9
+MARGIN = 1e-9  # relative margin of every box test (prune, or count a node whole)
 _BLOCK = 64  # queries per parallel work item
-_STACK = 256  # a balanced tree of 2^63 points is 64 levels deep; two pushes per level
+# Walk stacks: a median-split tree of n points is ceil(log2(n / LEAF_SIZE)) levels deep and a
+# depth-first walk holds at most one entry per level plus one.
+STACK = 64
 # numba's default threading layer refuses concurrent parallel calls: serialise ours.
 _LOCK = threading.Lock()
 
@@ -97,24 +105,58 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
 
 
-# ------------------------------------------------------------------ compiled kernels
-@njit(cache=True, inline="always")
-def _pair_squared(a, i, b, j, cap):
+# ------------------------------------------------------------------------- shared walks
+# Plain Python functions, compiled where they are called: by the njit drivers of this module
+# on the CPU and by the kernels of ``cuda_kernels.py`` on the GPU (which registers them with
+# numba-cuda); the CUDA simulator runs them as Python. Scratch arrays (walk stacks, top-k
+# buffers) are passed in, as each target allocates them its own way. ``exact_sub``,
+# ``exact_mul`` and ``exact_add`` are the pair arithmetic of ``distances.py``: plain operations
+# on the CPU (numba emits no fused multiply-add), round-to-nearest intrinsics on the GPU (where
+# the compiler would otherwise contract a multiply and an add into one FMA).
+
+
+def exact_sub(a, b):
+    return a - b
+
+
+def exact_mul(a, b):
+    return a * b
+
+
+def exact_add(a, b):
+    return a + b
+
+
+def _cpu_arithmetic(function):
+    """The CPU implementation of an ``exact_*`` operation: the operation itself."""
+
+    @overload(function, target="cpu", inline="always")
+    def implementation(a, b):
+        return function
+
+    return implementation
+
+
+for _operation in (exact_sub, exact_mul, exact_add):
+    _cpu_arithmetic(_operation)
+
+
+def pair_squared(a, i, b, j, cap):
     """The sum of ``distances.py`` term by term (0.0 + square == square, bit for bit); stops
     early, returning a partial sum, once it exceeds ``cap`` (the terms are >= 0, so the full
     sum would exceed it too: every comparison with ``cap`` is decided the same)."""
     total = 0.0
     for d in range(a.shape[1]):
-        diff = a[i, d] - b[j, d]
-        total += diff * diff
+        diff = exact_sub(a[i, d], b[j, d])
+        total = exact_add(total, exact_mul(diff, diff))
         if total > cap:
             break
     return total
 
 
-@njit(cache=True, inline="always")
-def _box_squared(q, i, lower, upper, node):
-    """(min, max) squared distance from q[i] to the node's box."""
+def box_squared(q, i, lower, upper, node):
+    """(min, max) squared distance from q[i] to the node's box (only ever compared with a
+    margin, so its rounding does not matter)."""
     low = 0.0
     high = 0.0
     for d in range(q.shape[1]):
@@ -133,6 +175,156 @@ def _box_squared(q, i, lower, upper, node):
     return low, high
 
 
+def children_low(q, i, lower, upper, a, b):
+    """Smallest squared distances from q[i] to the boxes of nodes a and b (compared with a
+    margin only)."""
+    low_a = 0.0
+    low_b = 0.0
+    for d in range(q.shape[1]):
+        v = q[i, d]
+        gap_a = max(max(lower[a, d] - v, v - upper[a, d]), 0.0)
+        gap_b = max(max(lower[b, d] - v, v - upper[b, d]), 0.0)
+        low_a += gap_a * gap_a
+        low_b += gap_b * gap_b
+    return low_a, low_b
+
+
+def rank_query(y, order, start, stop, left, right, lower, upper, x, own, p, stack):
+    """(local cloaking, hidden) of the original ``x[p]`` against the avatars ``y`` stored in
+    the tree, its own avatar being stored row ``p`` (``reductions.py``'s rules: every other
+    avatar at most as far counts; one strictly closer, or as close with a lower caller index,
+    hides)."""
+    radius = own[p]
+    count = 0
+    hides = False
+    stack[0] = 0
+    top = 1
+    while top:
+        top -= 1
+        node = stack[top]
+        low, high = box_squared(x, p, lower, upper, node)
+        if low > radius * (1 + MARGIN):
+            continue
+        if high < radius * (1 - MARGIN):  # every avatar inside is strictly closer
+            inside = stop[node] - start[node]
+            if start[node] <= p < stop[node]:
+                inside -= 1
+            count += inside
+            hides = hides or inside > 0
+            continue
+        if left[node] < 0:
+            for q in range(start[node], stop[node]):
+                if q == p:
+                    continue
+                d2 = pair_squared(x, p, y, q, radius)
+                if d2 < radius:
+                    count += 1
+                    hides = True
+                elif d2 == radius:
+                    count += 1
+                    hides = hides or order[q] < order[p]
+            continue
+        stack[top] = left[node]
+        stack[top + 1] = right[node]
+        top += 2
+    return count, hides
+
+
+def two_nearest_query(x, order, start, stop, left, right, lower, upper, y, p, nodes, bounds):
+    """The two smallest squared distances from ``y[p]`` to the points ``x`` stored in the
+    tree; nearest box first, a node skipped when its box is farther than the runner-up."""
+    best = np.inf
+    runner_up = np.inf
+    nodes[0] = 0
+    bounds[0] = 0.0
+    top = 1
+    while top:
+        top -= 1
+        node = nodes[top]
+        if bounds[top] > runner_up * (1 + MARGIN):
+            continue
+        if left[node] < 0:
+            for q in range(start[node], stop[node]):
+                d2 = pair_squared(y, p, x, q, runner_up)
+                if d2 < best:
+                    runner_up = best
+                    best = d2
+                elif d2 < runner_up:
+                    runner_up = d2
+            continue
+        near = left[node]
+        far = right[node]
+        near_low, far_low = children_low(y, p, lower, upper, near, far)
+        if far_low < near_low:
+            near, far, near_low, far_low = far, near, far_low, near_low
+        nodes[top] = far
+        bounds[top] = far_low
+        nodes[top + 1] = near
+        bounds[top + 1] = near_low
+        top += 2
+    return best, runner_up
+
+
+def knn_query(points, order, start, stop, left, right, lower, upper, q, k, best_d, best_i,
+              nodes, bounds):  # fmt: skip
+    """The k nearest others of the point stored at row ``q``, written to ``best_d`` (squared
+    distances) and ``best_i`` (caller indices) ordered by (distance, index); the point itself
+    excluded by its row, its duplicates not. Nearest box first; a node is skipped when its box
+    is farther than the current k-th distance (with the margin: a tie inside it could still
+    enter by a lower index)."""
+    n = points.shape[0]
+    for slot in range(k):
+        best_d[slot] = np.inf
+        best_i[slot] = n
+    nodes[0] = 0
+    bounds[0] = 0.0
+    top = 1
+    while top:
+        top -= 1
+        node = nodes[top]
+        if bounds[top] > best_d[k - 1] * (1 + MARGIN):
+            continue
+        if left[node] < 0:
+            for j in range(start[node], stop[node]):
+                if j == q:
+                    continue
+                cap = best_d[k - 1]
+                d2 = pair_squared(points, q, points, j, cap)
+                index = order[j]
+                if d2 > cap or (d2 == cap and index > best_i[k - 1]):
+                    continue
+                slot = k - 1
+                while slot > 0 and (
+                    d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and index < best_i[slot - 1])
+                ):
+                    best_d[slot] = best_d[slot - 1]
+                    best_i[slot] = best_i[slot - 1]
+                    slot -= 1
+                best_d[slot] = d2
+                best_i[slot] = index
+            continue
+        near = left[node]
+        far = right[node]
+        near_low, far_low = children_low(points, q, lower, upper, near, far)
+        if far_low < near_low:
+            near, far, near_low, far_low = far, near, far_low, near_low
+        nodes[top] = far
+        bounds[top] = far_low
+        nodes[top + 1] = near
+        bounds[top + 1] = near_low
+        top += 2
+
+
+# Compiled inline into their callers, on the CPU here (numba's generic registry) and on the GPU
+# by ``cuda_kernels.py``.
+# Inlined in numba's IR: as fast as the walk written out in one kernel.
+SHARED_WALKS = (pair_squared, box_squared, children_low, rank_query, two_nearest_query, knn_query)
+for _walk in SHARED_WALKS:
+    register_jitable(inline="always")(_walk)
+
+
+# -------------------------------------------------------------------------- CPU drivers
+# ------------------------------------------------------------------------- tree build
 @njit(cache=True)
 def _select(order, points, dim, lo, hi, kth):
     """Quickselect: order[lo:hi] rearranged so that order[kth] holds the kth value of
@@ -202,85 +394,58 @@ def _build(points, leaf_size):
 
 @njit(cache=True, parallel=True)
 def _ranks(y, order, start, stop, left, right, lower, upper, x, own, blocks):
-    """Local cloaking and hidden flag of original row p, whose own avatar is stored row p."""
+    """``rank_query`` for every original, original row p's own avatar being stored row p."""
     n = x.shape[0]
     cloaking = np.zeros(n, np.int64)
     hidden = np.zeros(n, np.bool_)
     for item in prange(blocks.size):
-        stack = np.empty(_STACK, np.int64)
+        stack = np.empty(STACK, np.int64)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
-            radius = own[p]
-            count = 0
-            hides = False
-            stack[0], top = 0, 1
-            while top:
-                top -= 1
-                node = stack[top]
-                low, high = _box_squared(x, p, lower, upper, node)
-                if low > radius * (1 + _MARGIN):
-                    continue
-                if high < radius * (1 - _MARGIN):  # every avatar inside is strictly closer
-                    inside = stop[node] - start[node]
-                    if start[node] <= p < stop[node]:
-                        inside -= 1
-                    count += inside
-                    hides = hides or inside > 0
-                    continue
-                if left[node] < 0:
-                    for q in range(start[node], stop[node]):
-                        if q == p:
-                            continue
-                        d2 = _pair_squared(x, p, y, q, radius)
-                        if d2 < radius:
-                            count += 1
-                            hides = True
-                        elif d2 == radius:
-                            count += 1
-                            hides = hides or order[q] < order[p]
-                    continue
-                stack[top], stack[top + 1] = left[node], right[node]
-                top += 2
-            cloaking[p] = count
-            hidden[p] = hides
+            cloaking[p], hidden[p] = rank_query(
+                y, order, start, stop, left, right, lower, upper, x, own, p, stack
+            )
     return cloaking, hidden
 
 
 @njit(cache=True, parallel=True)
 def _two_nearest(x, order, start, stop, left, right, lower, upper, y, blocks):
-    """The two smallest squared distances from avatar row p to the stored originals."""
+    """``two_nearest_query`` for every avatar row p."""
     n = y.shape[0]
     first = np.empty(n)
     second = np.empty(n)
     for item in prange(blocks.size):
-        node_stack = np.empty(_STACK, np.int64)
-        bound_stack = np.empty(_STACK)
+        nodes = np.empty(STACK, np.int64)
+        bounds = np.empty(STACK)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
-            best, runner_up = np.inf, np.inf
-            node_stack[0], bound_stack[0], top = 0, 0.0, 1
-            while top:
-                top -= 1
-                node = node_stack[top]
-                if bound_stack[top] > runner_up * (1 + _MARGIN):
-                    continue
-                if left[node] < 0:
-                    for q in range(start[node], stop[node]):
-                        d2 = _pair_squared(y, p, x, q, runner_up)
-                        if d2 < best:
-                            best, runner_up = d2, best
-                        elif d2 < runner_up:
-                            runner_up = d2
-                    continue
-                near, far = left[node], right[node]
-                near_low = _box_squared(y, p, lower, upper, near)[0]
-                far_low = _box_squared(y, p, lower, upper, far)[0]
-                if far_low < near_low:
-                    near, far, near_low, far_low = far, near, far_low, near_low
-                node_stack[top], bound_stack[top] = far, far_low
-                node_stack[top + 1], bound_stack[top + 1] = near, near_low
-                top += 2
-            first[p] = best
-            second[p] = runner_up
+            first[p], second[p] = two_nearest_query(
+                x, order, start, stop, left, right, lower, upper, y, p, nodes, bounds
+            )
     return first, second
+
+
+def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
+    """(len(rows), k) indices and squared distances of the k nearest others of ``points[rows]``
+    among all ``points`` (``knn_query``, one walk per row): the exact answer for the rows whose
+    index candidates could not be verified (``neighbours.py``)."""
+    tree = KDTree.build(points)
+    stored = np.empty_like(tree.order)
+    stored[tree.order] = np.arange(tree.order.size)
+    with _LOCK:
+        return _nearest_others_of(*tree.walk(), stored[rows], k)
+
+
+@njit(cache=True, parallel=True)
+def _nearest_others_of(points, order, start, stop, left, right, lower, upper, queries, k):
+    indices = np.empty((queries.size, k), np.int64)
+    squared = np.empty((queries.size, k))
+    for r in prange(queries.size):
+        nodes = np.empty(STACK, np.int64)
+        bounds = np.empty(STACK)
+        knn_query(
+            points, order, start, stop, left, right, lower, upper, queries[r], k, squared[r],
+            indices[r], nodes, bounds,
+        )  # fmt: skip
+    return indices, squared
 
 
 # ------------------------------------------------------------------------------- synthesis
@@ -399,7 +564,7 @@ def _verify(points, candidates, far_squared, margin, k, exhaustive):
             j = candidates[i, c]
             if j == i:
                 continue
-            d2 = _pair_squared(points, i, points, j, np.inf)
+            d2 = pair_squared(points, i, points, j, np.inf)
             if d2 > best_d[k - 1] or (d2 == best_d[k - 1] and j > best_i[k - 1]):
                 continue
             slot = k - 1
@@ -478,13 +643,13 @@ def _leaf_neighbours(
     bound = np.inf
     box_low = np.empty(m)
     pair = np.empty(largest)
-    node_stack = np.empty(_STACK, np.int64)
-    gap_stack = np.empty(_STACK)
+    node_stack = np.empty(STACK, np.int64)
+    gap_stack = np.empty(STACK)
     node_stack[0], gap_stack[0], top = 0, 0.0, 1
     while top:
         top -= 1
         node = node_stack[top]
-        if gap_stack[top] > bound * (1 + _MARGIN):
+        if gap_stack[top] > bound * (1 + MARGIN):
             continue
         if left[node] >= 0:
             near, far = left[node], right[node]
@@ -506,7 +671,7 @@ def _leaf_neighbours(
                 gap = max(max(a - v, v - b), 0.0)
                 box_low[p] += gap * gap
         for p in range(m):
-            if box_low[p] > kth[p] * (1 + _MARGIN):
+            if box_low[p] > kth[p] * (1 + MARGIN):
                 continue
             # distances.py's sum, dimension by dimension (0.0 + square == square)
             v = columns[0, s + p]

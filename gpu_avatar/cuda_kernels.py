@@ -1,0 +1,182 @@
+"""CUDA kernels of the GPU backend (numba-cuda): the exact k-d tree walks, one thread per query.
+
+The walks are the ones the CPU runs (``cpu_kernels.py``: ``rank_query``, ``two_nearest_query``,
+``knn_query``), compiled here for the device: one source, so a GPU result equals the CPU's row
+for row. The flat k-d tree is built on the host (``cpu_kernels.KDTree``) and copied to the
+device; queries run in the tree's leaf order, so the threads of a warp walk nearby queries down
+the same nodes. Pair distances use round-to-nearest intrinsics (no fused multiply-add), node
+boxes only prune or count whole nodes with the CPU's margin, and no result depends on a float
+atomic: the GPU decides every comparison exactly as the CPU does.
+
+Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, how the test suite runs these kernels
+without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: import
+it only for the GPU backend.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+from numba import cuda
+
+try:  # numba-cuda with its own configuration
+    from numba.cuda.core.config import ENABLE_CUDASIM
+except ImportError:  # older numba-cuda: numba's
+    from numba.core.config import ENABLE_CUDASIM
+
+from . import cpu_kernels
+from .cpu_kernels import STACK, KDTree, knn_query, rank_query, two_nearest_query
+
+THREADS = 128  # threads per block
+# knn_query keeps its top-k in per-thread arrays of a size fixed at compile time: one kernel
+# per capacity, compiled on first use.
+K_CAPACITIES = (16, 32, 64, 128)
+MAX_K = K_CAPACITIES[-1]
+
+
+def _register_for_cuda() -> None:
+    """Make the shared walks callable from CUDA kernels, with the exact pair arithmetic."""
+    if ENABLE_CUDASIM:  # the simulator calls them as Python functions
+        return
+    from numba.cuda import libdevice
+
+    try:  # numba-cuda with its own typing registry
+        from numba.cuda.extending import overload, register_jitable
+    except ImportError:  # older numba-cuda: numba's registry, "generic" walks serve both
+        from numba.core.extending import overload
+
+        register_jitable = None
+
+    def exact(operation, implementation):
+        @overload(operation, target="cuda")
+        def typed(a, b):
+            return implementation
+
+    exact(cpu_kernels.exact_sub, lambda a, b: libdevice.dadd_rn(a, -b))  # a - b, exactly
+    exact(cpu_kernels.exact_mul, lambda a, b: libdevice.dmul_rn(a, b))
+    exact(cpu_kernels.exact_add, lambda a, b: libdevice.dadd_rn(a, b))
+    if register_jitable is not None:
+        for walk in cpu_kernels.SHARED_WALKS:
+            register_jitable(walk)
+
+
+_register_for_cuda()
+
+
+# ------------------------------------------------------------------------------- kernels
+@cuda.jit
+def _rank_kernel(y, order, start, stop, left, right, lower, upper, x, own, cloaking, hidden):
+    p = cuda.grid(1)
+    if p < x.shape[0]:
+        stack = cuda.local.array(STACK, np.int64)
+        count, hides = rank_query(y, order, start, stop, left, right, lower, upper, x, own, p,
+                                  stack)  # fmt: skip
+        cloaking[p] = count
+        hidden[p] = hides
+
+
+@cuda.jit
+def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, y, first, second):
+    p = cuda.grid(1)
+    if p < y.shape[0]:
+        nodes = cuda.local.array(STACK, np.int64)
+        bounds = cuda.local.array(STACK, np.float64)
+        best, runner_up = two_nearest_query(x, order, start, stop, left, right, lower, upper, y,
+                                            p, nodes, bounds)  # fmt: skip
+        first[p] = best
+        second[p] = runner_up
+
+
+@cache
+def _knn_kernel(capacity: int):
+    """The kNN kernel whose per-thread top-k holds up to ``capacity`` neighbours."""
+
+    @cuda.jit
+    def kernel(points, order, start, stop, left, right, lower, upper, queries, k, indices,
+               squared):  # fmt: skip
+        t = cuda.grid(1)
+        if t < queries.shape[0]:
+            best_d = cuda.local.array(capacity, np.float64)
+            best_i = cuda.local.array(capacity, np.int64)
+            nodes = cuda.local.array(STACK, np.int64)
+            bounds = cuda.local.array(STACK, np.float64)
+            knn_query(points, order, start, stop, left, right, lower, upper, queries[t], k,
+                      best_d, best_i, nodes, bounds)  # fmt: skip
+            for slot in range(k):
+                indices[t, slot] = best_i[slot]
+                squared[t, slot] = best_d[slot]
+
+    return kernel
+
+
+def capacity_for(k: int) -> int:
+    """The smallest compiled top-k capacity holding ``k`` neighbours."""
+    for capacity in K_CAPACITIES:
+        if k <= capacity:
+            return capacity
+    raise ValueError(f"k = {k} exceeds the GPU tree kernels' capacity ({MAX_K})")
+
+
+def _launch(kernel, n_threads: int, *args) -> None:
+    if n_threads:
+        kernel[-(-n_threads // THREADS), THREADS](*args)
+
+
+# ------------------------------------------------------------------------- host wrappers
+class DeviceTree:
+    """A ``KDTree`` built on the host from device points, its arrays copied to the device."""
+
+    def __init__(self, backend, points) -> None:
+        self.backend = backend
+        self.host = KDTree.build(backend.to_numpy(points))
+        self.arrays = tuple(backend.asarray(a) for a in self.host.walk())
+        self.order = self.arrays[1]
+
+    def in_leaf_order(self, values):
+        """Rows of ``values`` (caller order) in the tree's stored order."""
+        return self.backend.xp.ascontiguousarray(values[self.order])
+
+    def to_caller_order(self, values):
+        """Rows indexed by stored row, put back in the caller's order."""
+        out = self.backend.xp.empty_like(values)
+        out[self.order] = values
+        return out
+
+
+def distance_ranks(backend, x, y, own):
+    """``(cloaking, hidden, first, second)`` on the device, as ``cpu_kernels.distance_ranks``:
+    per original, the local-cloaking count and hidden flag; per avatar, its two smallest
+    squared distances to the originals."""
+    xp = backend.xp
+    n = x.shape[0]
+    avatars, originals = DeviceTree(backend, y), DeviceTree(backend, x)
+    # originals queried in their own avatars' stored order (x_i lies near y_i), and back
+    cloaking = xp.empty(n, dtype=xp.int64)
+    hidden = xp.empty(n, dtype=xp.bool_)
+    _launch(_rank_kernel, n, *avatars.arrays, avatars.in_leaf_order(x),
+            avatars.in_leaf_order(own), cloaking, hidden)  # fmt: skip
+    first = xp.empty(n, dtype=xp.float64)
+    second = xp.empty(n, dtype=xp.float64)
+    _launch(_two_nearest_kernel, n, *originals.arrays, originals.in_leaf_order(y), first, second)
+    return (avatars.to_caller_order(cloaking), avatars.to_caller_order(hidden),
+            originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
+
+
+def nearest_others(backend, points, k: int, rows=None):
+    """Indices and squared distances ``(m, k)`` of the k nearest others of every point (or of
+    the caller rows ``rows``), ordered by (squared distance, index), on the device."""
+    xp = backend.xp
+    tree = DeviceTree(backend, points)
+    if rows is None:  # every stored row, in leaf order; results put back in caller order
+        queries = xp.arange(points.shape[0], dtype=xp.int64)
+    else:
+        stored = tree.to_caller_order(xp.arange(points.shape[0], dtype=xp.int64))
+        queries = stored[rows]
+    indices = xp.empty((queries.shape[0], k), dtype=xp.int64)
+    squared = xp.empty((queries.shape[0], k), dtype=xp.float64)
+    _launch(_knn_kernel(capacity_for(k)), queries.shape[0], *tree.arrays, queries, k, indices,
+            squared)  # fmt: skip
+    if rows is None:
+        return tree.to_caller_order(indices), tree.to_caller_order(squared)
+    return indices, squared

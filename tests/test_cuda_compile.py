@@ -1,0 +1,87 @@
+"""The CUDA kernels compile for the H200 (sm_90) without register spills, and their pair
+distances are round-to-nearest operations that no compiler contracts into an FMA: checked
+without a GPU. numba-cuda compiles each kernel to PTX with NVVM (from pip), nvJitLink (from
+pip) assembles it and reports what ptxas reports. It runs in a subprocess because the rest of
+the suite imports numba-cuda in its simulator mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+COMPILE_SCRIPT = r"""
+import json, re, types
+import numba.cuda.dispatcher as dispatcher
+# No driver here: device functions compile for the compute capability asked, not the current
+# device's.
+dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+from cuda.bindings import nvjitlink
+from numba import cuda, types as nt
+from gpu_avatar import cuda_kernels as ck
+
+f2, f1 = nt.float64[:, ::1], nt.float64[::1]
+i2, i1, b1 = nt.int64[:, ::1], nt.int64[::1], nt.boolean[::1]
+tree = (f2, i1, i1, i1, i1, i1, f2, f2)  # points, order, start, stop, left, right, boxes
+kernels = {
+    "rank": (ck._rank_kernel, tree + (f2, f1, i1, b1)),
+    "two nearest": (ck._two_nearest_kernel, tree + (f2, f1, f1)),
+}
+for capacity in ck.K_CAPACITIES:
+    kernels[f"knn {capacity}"] = (ck._knn_kernel(capacity), tree + (i1, nt.int64, i2, f2))
+report = {}
+for name, (kernel, signature) in kernels.items():
+    ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
+    handle = nvjitlink.create(2, ["-arch=sm_90", "-verbose"])
+    data = ptx.encode()
+    nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), name)
+    nvjitlink.complete(handle)
+    log = bytearray(nvjitlink.get_info_log_size(handle))
+    nvjitlink.get_info_log(handle, log)
+    log = log.decode()
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    report[name] = {
+        "sm_90": "for 'sm_90'" in log,
+        "spill_stores": int(spills.group(1)),
+        "spill_loads": int(spills.group(2)),
+        "registers": int(re.search(r"Used (\d+) registers", log).group(1)),
+        "exact_multiplies": ptx.count("mul.rn.f64"),
+        "exact_adds": ptx.count("add.rn.f64"),
+    }
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict:
+    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    completed = subprocess.run(
+        [sys.executable, "-c", COMPILE_SCRIPT],
+        cwd=Path(__file__).resolve().parents[1],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_every_kernel_compiles_for_sm_90_without_spills(compiled):
+    assert set(compiled) == {"rank", "two nearest", "knn 16", "knn 32", "knn 64", "knn 128"}
+    for name, kernel in compiled.items():
+        assert kernel["sm_90"], name
+        assert kernel["spill_stores"] == kernel["spill_loads"] == 0, (name, kernel)
+        assert kernel["registers"] <= 128, (name, kernel)  # 16 warps per SM stay resident
+
+
+def test_pair_distances_use_round_to_nearest_operations(compiled):
+    """``exact_sub``/``exact_mul``/``exact_add`` become ``add.rn``/``mul.rn``: PTX that the
+    assembler may not fuse, so the device computes every pair as the CPU does."""
+    for name, kernel in compiled.items():
+        assert kernel["exact_multiplies"] >= 1 and kernel["exact_adds"] >= 2, (name, kernel)

@@ -1,0 +1,82 @@
+"""The CUDA kernels' own logic, run where the suite runs: in numba's CUDA simulator on the CuPy
+stand-in without a GPU, on the device with one. Each kernel must equal the CPU engine row for
+row (same counts, same flags, same neighbours, the same distance bits) on random, tie-heavy and
+duplicated points, on deep trees (leaves of 1, 2 and 5 points: every pruning and whole-node
+rule is exercised) and for a subset of query rows.
+
+The inputs are small because the simulator runs every thread as Python.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from gpu_avatar import cpu_kernels
+from gpu_avatar.distances import rowwise_squared
+
+cuda_kernels = pytest.importorskip("gpu_avatar.cuda_kernels")
+
+
+def _points(name: str, n: int = 240) -> np.ndarray:
+    rng = np.random.default_rng(len(name))
+    if name == "random":
+        return rng.normal(size=(n, 3))
+    if name == "integer ties":  # few distinct values: exact ties at every radius
+        return rng.integers(0, 3, size=(n, 2)).astype(np.float64)
+    return np.repeat(rng.normal(size=(n // 12, 2)), 12, axis=0)  # duplicated rows
+
+
+POINT_SETS = ("random", "integer ties", "duplicates")
+
+
+@pytest.mark.parametrize("leaf_size", [cpu_kernels.LEAF_SIZE, 1, 5])
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
+    x = _points(name)
+    rng = np.random.default_rng(1)
+    y = x[rng.permutation(len(x))] * 0.5 + x * 0.5
+    if name != "random":  # keep the ties exact
+        y = x[rng.permutation(len(x))]
+    own = rowwise_squared(x, y, np)
+    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+        expected = cpu_kernels.distance_ranks(x, y, own)
+        got = cuda_kernels.distance_ranks(gpu, gpu.asarray(x), gpu.asarray(y), gpu.asarray(own))
+    labels = ("cloaking", "hidden", "first", "second")
+    for label, value, reference in zip(labels, got, expected, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference, err_msg=label)
+
+
+@pytest.mark.parametrize("k", [1, 7, 20])
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_knn_kernel_equals_the_cpu_walk(gpu, name, k):
+    points = _points(name)
+    expected_indices, expected_squared = cpu_kernels.nearest_others(points, k)
+    indices, squared = cuda_kernels.nearest_others(gpu, gpu.asarray(points), k)
+    np.testing.assert_array_equal(gpu.to_numpy(indices), expected_indices)
+    np.testing.assert_array_equal(gpu.to_numpy(squared), expected_squared)
+
+
+@pytest.mark.parametrize("leaf_size", [1, 2])
+def test_knn_kernel_on_deep_trees_and_a_subset_of_rows(gpu, leaf_size):
+    points = _points("integer ties", 150)
+    rows = np.array([149, 0, 77, 3, 3])  # any order, repeats allowed
+    expected_indices, expected_squared = cpu_kernels.nearest_others(points, 9)
+    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+        on_device = gpu.asarray(points), 9, gpu.asarray(rows)
+        indices, squared = cuda_kernels.nearest_others(gpu, *on_device)
+        cpu_indices, cpu_squared = cpu_kernels.nearest_others_of(points, rows, 9)
+    np.testing.assert_array_equal(gpu.to_numpy(indices), expected_indices[rows])
+    np.testing.assert_array_equal(gpu.to_numpy(squared), expected_squared[rows])
+    np.testing.assert_array_equal(cpu_indices, expected_indices[rows])
+    np.testing.assert_array_equal(cpu_squared, expected_squared[rows])
+
+
+def test_every_capacity_holds_k_and_larger_k_is_refused():
+    assert [cuda_kernels.capacity_for(k) for k in (1, 16, 17, 64, 65, 128)] == [
+        16, 16, 32, 64, 128, 128,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="capacity"):
+        cuda_kernels.capacity_for(cuda_kernels.MAX_K + 1)
