@@ -269,7 +269,7 @@ def avatarize(
             seeds = [batch_seed(sequence, b) for b in range(len(batches))]
     steps = Steps(progress, "avatarize", total=1 + 4 * len(batches))
     first = frame.iloc[batches[0]]
-    ensure_fits(backend, device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
+    check_device_memory(backend, len(first), first.shape[1], k, ncp)
     with _timed(timings, "fit", steps):
         model, first_encoded = _fit_model_encoded(
             first,
@@ -325,7 +325,12 @@ def avatarize(
     )
 
 
-def device_bytes(frame: pd.DataFrame, k: int, ncp: int) -> int:
-    """Rough device memory of one run: encoded table, coordinates, neighbours, work chunks."""
-    n, p = frame.shape
-    return int(n * (8 * (2 * p + ncp) + 16 * k) + (256 << 20))
+def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, ncp: int):
+    """Refuse, before any work, a batch of ``n_rows`` the device cannot hold. Counted per row
+    (8 bytes a value), over the steps' arrays that can be alive together: the encoded table
+    and its avatars (at most two variables per column: the value and a missing indicator,
+    twice), the coordinates with their chunks and the tree's copy (3 ncp), the tree's order and
+    the queries (2), the neighbours' indices and squared distances in the tree's order and in
+    the caller's, then the distances (5 k)."""
+    per_row = 8 * (4 * n_columns + 3 * ncp + 2 + 5 * k)
+    ensure_fits(backend, n_rows, per_row, f"avatarizing {n_rows:,} rows")

@@ -53,19 +53,22 @@ class Backend:
         return np.asarray(array)
 
     def free_memory_bytes(self) -> int | None:
-        """Free device memory, or None on the CPU (host memory is not probed)."""
+        """Device memory a new allocation can use: free on the device plus what CuPy's memory
+        pool holds unused (it reuses that first); None on the CPU (host memory is not
+        probed)."""
         if not self.is_gpu:
             return None
         free, _total = self.xp.cuda.runtime.memGetInfo()
-        return int(free)
+        return int(free) + int(self.xp.get_default_memory_pool().free_bytes())
 
 
 CPU = Backend("cpu", np)
 
 
 @functools.lru_cache(maxsize=1)
-def _probe_cupy() -> tuple[ModuleType | None, str]:
-    """Import cupy and count devices once; returns (module or None, reason when None)."""
+def _probe_gpu() -> tuple[ModuleType | None, str]:
+    """Import cupy, count devices and import numba-cuda (the tree kernels) once; returns
+    (the cupy module or None, the reason when None)."""
     try:
         import cupy
     except Exception as exc:  # ImportError, or a broken CUDA installation
@@ -76,6 +79,13 @@ def _probe_cupy() -> tuple[ModuleType | None, str]:
         return None, f"no usable CUDA device ({exc})"
     if count < 1:
         return None, "no CUDA device is visible"
+    try:
+        from numba import cuda  # noqa: F401
+    except Exception as exc:
+        return None, (
+            f"numba-cuda, which runs the GPU tree searches, could not be imported ({exc}); "
+            "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
+        )
     return cupy, ""
 
 
@@ -121,7 +131,7 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
         )
     if choice == "cpu":
         return CPU
-    cupy, reason = _probe_cupy()
+    cupy, reason = _probe_gpu()
     if cupy is None:
         if choice == "gpu":
             raise BackendUnavailableError(
@@ -151,12 +161,30 @@ def like_input(frame: Any, original: Any) -> Any:
     return cudf.from_pandas(frame)
 
 
-def ensure_fits(backend: Backend, n_bytes: int, what: str) -> None:
-    """Raise a clear error when ``what`` cannot fit in the device's free memory."""
+DEVICE_MEMORY_SHARE = 0.9  # of the free memory a run may plan to use
+WORK_BYTES = 512 << 20  # row chunks of the projection, synthesis blocks, kernel stacks
+
+
+def ensure_fits(backend: Backend, n_rows: int, bytes_per_row: int, what: str) -> None:
+    """Refuse, before any work, a step whose estimate (``bytes_per_row`` for each of
+    ``n_rows`` rows, plus ``WORK_BYTES``) exceeds the device's free memory, saying how many
+    rows per batch would fit."""
     free = backend.free_memory_bytes()
-    if free is not None and n_bytes > 0.8 * free:
+    needed = WORK_BYTES + n_rows * bytes_per_row
+    if free is None or needed <= DEVICE_MEMORY_SHARE * free:
+        return
+    usable = DEVICE_MEMORY_SHARE * free
+    if usable <= WORK_BYTES:
         raise AvatarError(
-            f"{what} needs about {n_bytes / 1e9:.1f} GB of GPU memory but only "
-            f"{free / 1e9:.1f} GB are free; split the table into batches (batch_size=...) or "
-            "use backend='cpu'"
+            f"{what} needs about {needed / 1e9:.2f} GB of GPU memory but {free / 1e9:.2f} GB "
+            f"are free (device and CuPy pool): not even the {WORK_BYTES / 1e9:.2f} GB of "
+            "working memory; free the device (other processes, CuPy's pool) or use "
+            "backend='cpu'"
         )
+    fitting = int((usable - WORK_BYTES) // bytes_per_row)
+    raise AvatarError(
+        f"{what} needs about {needed / 1e9:.2f} GB of GPU memory, more than "
+        f"{DEVICE_MEMORY_SHARE:.0%} of the {free / 1e9:.2f} GB free (device and CuPy pool); "
+        f"about {fitting:,} rows fit at once: pass batch_size={fitting:,} or less, or use "
+        "backend='cpu'"
+    )

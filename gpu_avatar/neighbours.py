@@ -6,32 +6,33 @@ neighbours ordered by (distance, index), so ties go to the lower row index. No a
 index: a fast index only proposes candidates, which are then verified exactly.
 
 Engines:
-- ``"brute"``: every pair, tile by tile with a running top-k (any backend); on the GPU a fused
-  CUDA kernel (``kernels.py``) when k <= 64.
+- ``"brute"``: every pair, tile by tile with a running top-k (array code: numpy or cupy).
 - ``"numba"`` (CPU, when numba is installed; what ``"auto"`` picks there): the compiled k-d
   tree walk of ``cpu_kernels.py``, exact by construction (same arithmetic, ties by index).
-- ``"kdtree"``: scipy's cKDTree on the CPU, ``cupyx.scipy.spatial.KDTree`` on the GPU.
+- ``"kdtree"``: on the GPU (what ``"auto"`` picks above ``GPU_BRUTE_MAX_ROWS``) the flat k-d
+  tree walked on the device, one thread per point (``cuda_kernels.py``), exact by construction
+  like the CPU walk; on the CPU scipy's cKDTree as a candidate index (below).
 - ``"faiss"``, ``"cuml"``: FAISS (flat L2 index, on the GPU when FAISS has GPU support) and
-  cuML's brute-force search, used when importable.
+  cuML's brute-force search as candidate indexes, when importable and asked for.
 
-Index engines ask for k + 2 candidates per point, recompute their distances exactly, and keep
-the first k by (distance, index). The result is certain when the k-th exact distance is below
-the index's distance to its farthest candidate by more than the index's own rounding error
-(every point not proposed is at least that far); the other rows are recomputed exactly: from
-a ball query around the k-th distance on the CPU, by brute force over all points on the GPU.
+Candidate indexes ask for k + 2 candidates per point, recompute their distances exactly, and
+keep the first k by (distance, index). The result is certain when the k-th exact distance is
+below the index's distance to its farthest candidate by more than the index's own rounding
+error (every point not proposed is at least that far); the other rows are answered exactly by a
+k-d tree walk (the device's on the GPU, the compiled one on the CPU with numba, else from a
+ball query around the k-th distance).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
 from .backend import CPU, Backend, numba_kernels
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
 
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")
-GPU_BRUTE_MAX_ROWS = 200_000  # "auto" on the GPU: brute kernel up to here, k-d tree above
+GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
 _TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
 _FLOAT32_RELATIVE_ERROR = 1e-5  # float32 expanded-form indexes (FAISS), generous
 _ROW_CHUNK = 1 << 16
@@ -48,62 +49,66 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     xp = backend.xp
     points = backend.asarray(points, dtype=np.float64)
     if engine == "auto":
-        engine = _auto_engine(backend, n)
+        engine = _auto_engine(backend, n, k)
     if engine == "brute":
         indices, squared = _brute(points, k, backend)
         return indices, xp.sqrt(squared)
     if engine == "numba":
         indices, squared = numba_kernels(backend).nearest_others(points, k)
         return indices, np.sqrt(squared)
+    if engine == "kdtree" and backend.is_gpu:
+        indices, squared = _device_tree_neighbours(points, k, backend)
+        return indices, xp.sqrt(squared)
     candidates, far_squared, margin = _PROPOSERS[engine](points, min(k + 2, n), backend)
     indices, squared, uncertain = _verify(points, candidates, far_squared, margin, k, backend)
     if uncertain.size:
-        if backend.is_gpu:
-            indices[uncertain], squared[uncertain] = _brute(points, k, backend, rows=uncertain)
-        else:
-            _resolve_by_ball(points, uncertain, k, indices, squared)
+        indices[uncertain], squared[uncertain] = _exact_rows(
+            points, uncertain, k, backend, squared[uncertain, k - 1]
+        )
     return indices, xp.sqrt(squared)
 
 
-def _gpu_accelerator() -> str | None:
-    """ "faiss" when FAISS sees a GPU, else "cuml" when cuML imports, else None."""
-    try:
-        import faiss
+def _device_tree_neighbours(points, k: int, backend: Backend, rows=None):
+    from . import cuda_kernels
 
-        if getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
-            return "faiss"
-    except ImportError:
-        pass
-    try:
-        import cuml.neighbors  # noqa: F401
-
-        return "cuml"
-    except ImportError:
-        return None
+    if k > cuda_kernels.MAX_K:
+        raise AvatarError(
+            f"the GPU k-d tree search keeps at most {cuda_kernels.MAX_K} neighbours, got "
+            f"k = {k}: use engine='brute' (exact, slower) or backend='cpu'"
+        )
+    return cuda_kernels.nearest_others(backend, points, k, rows)
 
 
-def _auto_engine(backend: Backend, n: int) -> str:
-    """CPU: the compiled k-d tree when numba is installed, else scipy's. GPU: FAISS or cuML
-    when installed, else the fused kernel for small tables and the CuPy k-d tree for large
-    ones."""
+def _exact_rows(points, rows, k: int, backend: Backend, bound):
+    """The exact k nearest others of the points ``rows`` (whose candidates fell short);
+    ``bound``: their candidates' squared k-th distances, at least the true ones."""
+    if backend.is_gpu:
+        return _device_tree_neighbours(points, k, backend, rows)
+    if backend.compiled:
+        from .cpu_kernels import nearest_others_of
+
+        return nearest_others_of(points, rows, k)
+    return _nearest_by_ball(points, rows, k, bound)
+
+
+def _auto_engine(backend: Backend, n: int, k: int) -> str:
+    """CPU: the compiled k-d tree when numba is installed, else scipy's. GPU: array tiles for
+    small tables (or more neighbours than the tree kernel keeps), the device tree above."""
     if not backend.is_gpu:
         return "numba" if backend.compiled else "kdtree"
-    return _gpu_accelerator() or ("brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree")
+    from .cuda_kernels import MAX_K
+
+    return "brute" if n <= GPU_BRUTE_MAX_ROWS or k > MAX_K else "kdtree"
 
 
 # ------------------------------------------------------------------ candidate proposers
 def _kdtree_candidates(points, q: int, backend: Backend):
-    if backend.is_gpu:
-        from cupyx.scipy.spatial import KDTree
+    from scipy.spatial import cKDTree
 
-        distances, candidates = KDTree(points).query(points, k=q)
-    else:
-        from scipy.spatial import cKDTree
-
-        tree = cKDTree(points)
-        distances, candidates = query_in_tree_order(
-            tree, lambda p: tree.query(p, k=q, workers=-1), points
-        )
+    tree = cKDTree(points)
+    distances, candidates = query_in_tree_order(
+        tree, lambda p: tree.query(p, k=q, workers=-1), points
+    )
     far = distances[:, -1] ** 2
     return candidates.astype(np.int64), far, _TREE_RELATIVE_ERROR * far
 
@@ -113,7 +118,7 @@ def _faiss_candidates(points, q: int, backend: Backend):
 
     host = np.ascontiguousarray(backend.to_numpy(points), dtype=np.float32)
     index = faiss.IndexFlatL2(host.shape[1])
-    if backend.is_gpu and hasattr(faiss, "index_cpu_to_all_gpus"):
+    if backend.is_gpu and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:  # a GPU build
         index = faiss.index_cpu_to_all_gpus(index)
     index.add(host)
     far_squared, candidates = index.search(host, q)
@@ -211,14 +216,18 @@ def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     return indices, squared, rows
 
 
-def _resolve_by_ball(points: np.ndarray, rows: np.ndarray, k: int, indices, squared) -> None:
-    """CPU: recompute the k nearest of ``rows`` from every point within their k-th distance."""
+def _nearest_by_ball(points: np.ndarray, rows: np.ndarray, k: int, bound: np.ndarray):
+    """CPU without numba: the k nearest others of ``rows`` from every point within the
+    squared distance ``bound`` of each."""
     from scipy.spatial import cKDTree
 
     tree = cKDTree(points)
+    indices = np.empty((rows.size, k), dtype=np.int64)
+    squared = np.empty((rows.size, k))
     for start in range(0, rows.size, _ROW_CHUNK):
         chunk = rows[start : start + _ROW_CHUNK]
-        radius = np.sqrt(squared[chunk, k - 1]) * (1 + _TREE_RELATIVE_ERROR) + np.finfo(float).tiny
+        out = slice(start, start + chunk.size)
+        radius = np.sqrt(bound[out]) * (1 + _TREE_RELATIVE_ERROR) + np.finfo(float).tiny
         found = tree.query_ball_point(points[chunk], radius, workers=-1)
         counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
         owner = np.repeat(chunk, counts)
@@ -230,18 +239,17 @@ def _resolve_by_ball(points: np.ndarray, rows: np.ndarray, k: int, indices, squa
         owner, candidate, d2 = owner[order], candidate[order], d2[order]
         first = np.searchsorted(owner, chunk)
         take = first[:, None] + np.arange(k)[None, :]
-        indices[chunk] = candidate[take]
-        squared[chunk] = d2[take]
+        indices[out] = candidate[take]
+        squared[out] = d2[take]
+    return indices, squared
 
 
 # ------------------------------------------------------------------------ brute force
-def _brute(points, k: int, backend: Backend, rows=None):
-    """Exhaustive top-k of ``rows`` (default: all points): fused kernel on the GPU, else tiles."""
+def _brute(points, k: int, backend: Backend):
+    """Exhaustive top-k of every point, tile by tile (array code on either backend)."""
     xp = backend.xp
     n, dim = points.shape
-    if backend.is_gpu and rows is None and kernels.supports(dim, k):
-        return kernels.knn(xp, points, k)
-    rows = xp.arange(n) if rows is None else rows
+    rows = xp.arange(n)
     query_tile = 1024
     ref_tile = _reference_tile(backend, query_tile, dim, k, n)
     indices = xp.empty((rows.shape[0], k), dtype=xp.int64)

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, resolve_backend, to_pandas
+from .backend import Backend, ensure_fits, resolve_backend, to_pandas
 from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from .errors import AvatarError
 from .metrics_common import Target, check_same_table, check_variables, metrics_frame
@@ -273,6 +273,10 @@ def privacy_metrics(
         if names and identifiers.intersection(names):
             raise AvatarError(f"{argument} cannot use identifier column(s) {sorted(identifiers)}")
     backend = resolve_backend(backend)
+    # per row: both coordinate sets with their chunks (4 ncp), the two trees' copies and the
+    # queries in leaf order (3 ncp), own distances, orders and per-row results (16 values)
+    n = len(original)
+    ensure_fits(backend, n, 8 * (7 * ncp + 16), f"privacy metrics of {n:,} rows")
 
     x, (y,), encoder = metric_coordinates(original, [avatars], ncp, types, imputation, backend)
     if reduction is None:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, resolve_backend, to_pandas
+from .backend import CPU, Backend, resolve_backend, to_pandas
 from .encoding import EncodedTable, TableEncoder
 from .errors import AvatarError
 
@@ -50,7 +50,15 @@ def chunk_rows(row_bytes: int, budget: int = _CHUNK_BYTES) -> int:
 
 
 class Projection:
-    """FAMD/PCA/MCA on an ``EncodedTable``, written against the backend's ``xp``."""
+    """FAMD/PCA/MCA on an ``EncodedTable``.
+
+    The fit (means, proportions, Gram matrix, axes) runs on the host for every backend: the
+    encoded table is there already, its passes are compiled when numba is installed, and the
+    axes are then the same bits whichever backend runs next. Coordinates are computed on the
+    backend by elementwise operations in a fixed order (no matrix product, whose summation
+    order differs between BLAS and cuBLAS), so the CPU and the GPU give identical coordinates,
+    hence identical neighbours.
+    """
 
     def __init__(self, kind: str, variable_weights: np.ndarray, backend: Backend) -> None:
         self.kind = kind
@@ -58,19 +66,18 @@ class Projection:
         self.backend = backend
 
     def fit(self, encoded: EncodedTable) -> Projection:
-        xp = self.backend.xp
-        continuous = self.backend.asarray(encoded.continuous)
+        continuous = encoded.continuous
         n = encoded.n_rows
-        self.mean_ = xp.mean(continuous, axis=0)
-        std = xp.std(continuous, axis=0)
-        self.std_ = xp.where(std <= np.finfo(np.float64).tiny, 1.0, std)
+        self.mean_ = continuous.mean(axis=0)
+        std = continuous.std(axis=0)
+        self.std_ = np.where(std <= np.finfo(np.float64).tiny, 1.0, std)
         self.n_modalities_ = list(encoded.n_modalities)
         self.offsets_ = np.concatenate([[0], np.cumsum(self.n_modalities_)]).astype(np.int64)
-        codes = self.backend.asarray(encoded.categorical)
         proportions = [
-            xp.bincount(codes[:, j], minlength=m) / n for j, m in enumerate(self.n_modalities_)
+            np.bincount(encoded.categorical[:, j], minlength=m) / n
+            for j, m in enumerate(self.n_modalities_)
         ]
-        self.proportions_ = xp.concatenate(proportions) if proportions else xp.zeros(0)
+        self.proportions_ = np.concatenate(proportions) if proportions else np.zeros(0)
         self.scale_ = 1.0 / np.sqrt(len(self.n_modalities_)) if self.kind == MCA_KIND else 1.0
 
         weights = np.concatenate(
@@ -96,29 +103,26 @@ class Projection:
         self.explained_variance_ratio_ = (
             eigenvalues / total if total > 0 else np.zeros_like(eigenvalues)
         )
-        self.components_ = self.backend.asarray(components)
+        self.components_ = components
         return self
 
     @property
     def n_components_(self) -> int:
         return self.components_.shape[0]
 
-    def _row_chunks(self, encoded: EncodedTable, row_bytes: int):
-        """(scaled continuous values, categorical codes) of successive row chunks, on the
-        backend; a chunk's temporaries stay within ``_CHUNK_BYTES``."""
+    def _row_chunks(self, encoded: EncodedTable, row_bytes: int, backend: Backend):
+        """(scaled continuous values, categorical codes) of successive row chunks, on
+        ``backend``; a chunk's temporaries stay within ``_CHUNK_BYTES``."""
+        mean, std = backend.asarray(self.mean_), backend.asarray(self.std_)
         step = chunk_rows(row_bytes)
         for start in range(0, encoded.n_rows, step):
             stop = min(start + step, encoded.n_rows)
-            continuous = self.backend.asarray(encoded.continuous[start:stop])
-            yield (
-                (continuous - self.mean_) / self.std_,
-                self.backend.asarray(encoded.categorical[start:stop]),
-            )
+            continuous = backend.asarray(encoded.continuous[start:stop])
+            yield (continuous - mean) / std, backend.asarray(encoded.categorical[start:stop])
 
     def _modality_blocks(self):
         """Per categorical variable: (column slice, proportions, sqrt of the proportions)."""
-        xp = self.backend.xp
-        root = xp.sqrt(xp.where(self.proportions_ > 0, self.proportions_, 1.0))
+        root = np.sqrt(np.where(self.proportions_ > 0, self.proportions_, 1.0))
         for j in range(len(self.n_modalities_)):
             block = slice(int(self.offsets_[j]), int(self.offsets_[j + 1]))
             yield block, self.proportions_[block], root[block]
@@ -128,17 +132,19 @@ class Projection:
         ``z[r, m] = (1[code_r = m] - p_m) / sqrt(p_m)``, a (continuous, modality) entry is
         ``(sum of x~ over the rows of m - p_m sum of x~) / sqrt(p_m)`` and a (modality,
         modality') entry ``(N_mm' - n_m p_m' - p_m n_m' + n p_m p_m') / sqrt(p_m p_m')``, with
-        ``N`` the two variables' cross-tabulation and ``n_m = n p_m`` the counts."""
-        xp = self.backend.xp
+        ``N`` the two variables' cross-tabulation and ``n_m = n p_m`` the counts. On the
+        host, chunk by chunk."""
         n_continuous = encoded.continuous.shape[1]
         width = n_continuous + int(self.offsets_[-1])
-        gram = xp.zeros((width, width))
+        gram = np.zeros((width, width))
         modalities = list(self._modality_blocks())
-        for x, codes in self._row_chunks(encoded, 8 * (2 * n_continuous + 2)):
+        for x, codes in self._row_chunks(encoded, 8 * (2 * n_continuous + 2), CPU):
             gram[:n_continuous, :n_continuous] += x.T @ x
+            if not modalities:
+                continue
             column_sums = x.sum(axis=0)
             sums, cross = self._modality_statistics(x, codes)
-            counts = xp.diagonal(cross)
+            counts = np.diagonal(cross)
             for j, (block_j, p_j, root_j) in enumerate(modalities):
                 counts_j = p_j * x.shape[0]  # this chunk's expected counts
                 rows = slice(n_continuous + block_j.start, n_continuous + block_j.stop)
@@ -153,55 +159,65 @@ class Projection:
                     ) / (root_j[:, None] * root_l[None, :])
                     others = slice(n_continuous + block_l.start, n_continuous + block_l.stop)
                     gram[others, rows] += entry.T  # l >= j: on or below the diagonal
-        lower = xp.tril_indices(width, -1)
+        lower = np.tril_indices(width, -1)
         gram[lower[1], lower[0]] = gram[lower]  # exactly symmetric, from the lower triangle
-        return self.backend.to_numpy(gram)
+        return gram
 
-    def _modality_statistics(self, x, codes):
+    def _modality_statistics(self, x: np.ndarray, codes: np.ndarray):
         """Per modality, the sums of the chunk's scaled continuous values (modalities, pc),
         and the co-occurrence counts of every modality pair of two variables j <= l
         (modalities, modalities; a variable's own block is diagonal: its counts). Sums run
-        over the rows in order, so the compiled pass (CPU with numba) gives the same bits
-        as the bincounts."""
-        if self.backend.compiled:
+        over the rows in order, so the compiled pass (numba) gives the same bits as the
+        bincounts."""
+        if CPU.compiled:
             from .cpu_kernels import modality_statistics
 
             return modality_statistics(x, codes, self.offsets_)
-        xp = self.backend.xp
         total, n_continuous = int(self.offsets_[-1]), x.shape[1]
-        sums = xp.zeros((total, n_continuous))
-        cross = xp.zeros((total, total), dtype=xp.int64)
+        sums = np.zeros((total, n_continuous))
+        cross = np.zeros((total, total), dtype=np.int64)
         for j, m_j in enumerate(self.n_modalities_):
             block_j = slice(int(self.offsets_[j]), int(self.offsets_[j + 1]))
-            cells = codes[:, j, None] * n_continuous + xp.arange(n_continuous)
-            sums[block_j] = xp.bincount(
-                cells.ravel(), weights=x.ravel(), minlength=m_j * n_continuous
-            ).reshape(m_j, n_continuous)
+            if n_continuous:
+                cells = codes[:, j, None] * n_continuous + np.arange(n_continuous)
+                sums[block_j] = np.bincount(
+                    cells.ravel(), weights=x.ravel(), minlength=m_j * n_continuous
+                ).reshape(m_j, n_continuous)
             for other in range(j, len(self.n_modalities_)):
                 m_l = self.n_modalities_[other]
                 block_l = slice(int(self.offsets_[other]), int(self.offsets_[other + 1]))
-                cross[block_j, block_l] = xp.bincount(
+                cross[block_j, block_l] = np.bincount(
                     codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l
                 ).reshape(m_j, m_l)
         return sums, cross
 
     def transform(self, encoded: EncodedTable, n_components: int | None = None) -> Any:
-        """Coordinates (n, n_components) as a backend array: the continuous block's product
-        plus, per categorical variable, the row of its modality in ``components / sqrt(p)``
-        minus the constant ``sum_m sqrt(p_m) components[m]`` (an unseen modality adds none)."""
-        xp = self.backend.xp
+        """Coordinates (n, n_components) as a backend array: the continuous values times
+        their loadings, added axis by axis, plus, per categorical variable, the row of its
+        modality in ``components / sqrt(p)`` minus the constant ``sum_m sqrt(p_m)
+        components[m]`` (an unseen modality adds none)."""
+        backend, xp = self.backend, self.backend.xp
         components = self.components_[: n_components or self.n_components_]
         n_continuous = self.mean_.shape[0]
+        loadings = backend.asarray(np.ascontiguousarray(components[:, :n_continuous].T))
         tables = []
         for block, p, root in self._modality_blocks():
-            loadings = components[:, n_continuous + block.start : n_continuous + block.stop].T
-            tables.append((loadings / root[:, None], ((p / root)[:, None] * loadings).sum(axis=0)))
+            columns = slice(n_continuous + block.start, n_continuous + block.stop)
+            modality_loadings = components[:, columns].T
+            shift = ((p / root)[:, None] * modality_loadings).sum(axis=0)
+            tables.append(
+                (backend.asarray(modality_loadings / root[:, None]), backend.asarray(shift))
+            )
         parts = []
-        for x, codes in self._row_chunks(encoded, 8 * (n_continuous + 2 * components.shape[0])):
-            coordinates = x @ components[:, :n_continuous].T
+        row_bytes = 8 * (n_continuous + 2 * components.shape[0])
+        for x, codes in self._row_chunks(encoded, row_bytes, backend):
+            coordinates = xp.zeros((x.shape[0], components.shape[0]))
+            for d in range(n_continuous):
+                coordinates = coordinates + x[:, d : d + 1] * loadings[d]
             for j, (table, shift) in enumerate(tables):
                 known = codes[:, j] >= 0
-                coordinates += table[xp.maximum(codes[:, j], 0)] * known[:, None] - shift
+                row = table[xp.maximum(codes[:, j], 0)]
+                coordinates = coordinates + (row * known[:, None] - shift)
             parts.append(self.scale_ * coordinates)
         return xp.concatenate(parts, axis=0)
 
@@ -211,13 +227,15 @@ class Projection:
         Uses the pseudo-inverse of the axes, as saiph does; exact when all components are kept
         and the variable weights are uniform.
         """
-        xp = self.backend.xp
-        coordinates = self.backend.asarray(coordinates)
-        components = self.components_[: coordinates.shape[1]]
-        scaled = (coordinates / self.scale_) @ xp.linalg.pinv(components.T)
+        backend, xp = self.backend, self.backend.xp
+        coordinates = backend.asarray(coordinates)
+        inverse = backend.asarray(np.linalg.pinv(self.components_[: coordinates.shape[1]].T))
+        scaled = (coordinates / self.scale_) @ inverse
         n_continuous = self.mean_.shape[0]
-        continuous = scaled[:, :n_continuous] * self.std_ + self.mean_
-        proportions = self.proportions_
+        continuous = scaled[:, :n_continuous] * backend.asarray(self.std_) + backend.asarray(
+            self.mean_
+        )
+        proportions = backend.asarray(self.proportions_)
         frequencies = scaled[:, n_continuous:] * xp.sqrt(proportions) + proportions
         return continuous, frequencies
 

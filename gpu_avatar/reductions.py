@@ -17,13 +17,12 @@ with exactly the arithmetic of every other pair and is excluded by index, never 
 subtracting one from a count.
 
 Engines: ``"brute"`` (tiles of X against tiles of Y, memory bounded by the tile, written
-against ``xp`` so cupy runs it unchanged; on the GPU the fused kernels of ``kernels.py``),
-``"kdtree"`` (large n: counts within a per-row radius from a k-d tree, scipy's cKDTree or
-``cupyx.scipy.spatial.KDTree``, taken at ``d_own * (1 -/+ 1e-9)``; a row with anything besides
-its own avatar inside that band is re-checked exactly, from the ball's members on the CPU and
-against every avatar on the GPU) and ``"numba"`` (CPU, when numba is installed: one compiled
-k-d tree walk per row that compares with the shared arithmetic itself, ``cpu_kernels.py``;
-about twice as fast as the two scipy counts). All give identical results.
+against ``xp`` so cupy runs it unchanged), ``"numba"`` (CPU, when numba is installed: one
+compiled k-d tree walk per row that compares with the shared arithmetic itself,
+``cpu_kernels.py``) and ``"kdtree"``: on the GPU that same walk on the device, one thread per
+row (``cuda_kernels.py``); on the CPU scipy's cKDTree counts within a per-row radius taken at
+``d_own * (1 -/+ 1e-9)``, a row with anything besides its own avatar inside that band being
+re-checked exactly from the ball's members. All give identical results.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels
 from .backend import CPU, Backend, numba_kernels
 from .distances import pairwise_squared, rowwise_squared
 from .errors import AvatarError
@@ -40,7 +38,7 @@ from .neighbours import query_in_tree_order
 
 ENGINES = ("auto", "brute", "kdtree", "numba")
 BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
-GPU_BRUTE_MAX_ROWS = 200_000  # "auto" on the GPU: fused kernel up to here, k-d tree above
+GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
 _BAND = 1e-9
 _ROW_CHUNK = 1 << 16
 # Ball members listed per CPU re-check chunk (~200 bytes each): bounds the re-check's memory
@@ -79,12 +77,13 @@ def distance_ranks(
         engine = auto_engine(backend, n)
     if engine == "numba":
         return _numba(x, y, backend)
-    if engine == "kdtree":
-        return _kdtree(x, y, backend)
-    if backend.is_gpu and tile is None and kernels.supports(x.shape[1]):
+    if engine == "kdtree" and backend.is_gpu:
+        from . import cuda_kernels
+
         own = rowwise_squared(x, y, backend.xp)
-        cloaking, hidden, first, second = kernels.distance_ranks(backend.xp, x, y, own)
-        return _ranks(backend, own, cloaking, hidden, first, second)
+        return _ranks(backend, own, *cuda_kernels.distance_ranks(backend, x, y, own))
+    if engine == "kdtree":
+        return _kdtree(x, y)
     own = rowwise_squared(x, y, backend.xp)
     cloaking, hidden, best = _tile_pass(
         x, y, own, backend.xp.arange(n), backend, tile or default_tile(backend), columns=True
@@ -93,7 +92,8 @@ def distance_ranks(
 
 
 def auto_engine(backend: Backend, n: int) -> str:
-    """The engine ``"auto"`` picks: tiles for small inputs, else a tree (compiled if numba)."""
+    """The engine ``"auto"`` picks: tiles for small inputs, else a tree (on the GPU the
+    device's, on the CPU the compiled one when numba is installed, else scipy's)."""
     if backend.is_gpu:
         return "brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree"
     if n * n <= BRUTE_MAX_PAIRS_ON_CPU:
@@ -157,62 +157,45 @@ def _tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool, firs
     return cloaking, hidden, best
 
 
-def _tree(points, backend: Backend):
-    if backend.is_gpu:
-        from cupyx.scipy.spatial import KDTree
-
-        return KDTree(points)
+def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
+    """The CPU engine without numba: scipy's ball counts at the banded radius, re-checked."""
     from scipy.spatial import cKDTree
 
-    return cKDTree(points)
-
-
-def _kdtree(x, y, backend: Backend) -> DistanceRanks:
-    xp = backend.xp
     n = x.shape[0]
-    own = rowwise_squared(x, y, xp)
-    own_distance = xp.sqrt(own)
-    avatar_tree = _tree(y, backend)
+    own = rowwise_squared(x, y, np)
+    own_distance = np.sqrt(own)
+    avatar_tree = cKDTree(y)
     high_radius = own_distance * (1 + _BAND) + np.finfo(float).tiny
-    high = _ball_counts(avatar_tree, x, high_radius, backend)
+    high = _ball_counts(avatar_tree, x, high_radius)
     # A row whose ball holds its own avatar alone has nothing closer: low = 0 is exact there.
-    low = _ball_counts(avatar_tree, x, own_distance * (1 - _BAND), backend, rows=high > 1)
+    low = _ball_counts(avatar_tree, x, own_distance * (1 - _BAND), rows=high > 1)
     # Only the own avatar in the band: everything below the band is strictly closer.
-    cloaking = (high - 1).astype(xp.int64)
+    cloaking = (high - 1).astype(np.int64)
     hidden = (low > 0) & (own > 0)  # at d_own = 0 the low ball holds the own avatar
-    recheck = xp.nonzero((high - low > 1) | ((own == 0) & (high > 1)))[0]
+    recheck = np.nonzero((high - low > 1) | ((own == 0) & (high > 1)))[0]
     # Re-check from the ball members, unless listing them costs more than comparing the rows
     # with every avatar (many exact ties: lattice-like or duplicated points).
     listed = int(high[recheck].sum()) if recheck.size else 0
-    if recheck.size and (backend.is_gpu or listed > _BALL_VERSUS_TILE * recheck.size * n):
+    if recheck.size and listed > _BALL_VERSUS_TILE * recheck.size * n:
         cloaking[recheck], hidden[recheck], _ = _tile_pass(
-            x, y, own, recheck, backend, default_tile(backend), columns=False
+            x, y, own, recheck, CPU, default_tile(CPU), columns=False
         )
     elif recheck.size:
         _recheck_by_ball(avatar_tree, x, y, own, high_radius, recheck, cloaking, hidden)
 
-    original_tree = _tree(x, backend)
-    if backend.is_gpu:
-        _, candidates = original_tree.query(y, k=2)
-    else:  # x_i and y_i are close: the originals' leaf order suits the avatars too
-        _, candidates = query_in_tree_order(
-            original_tree, lambda q: original_tree.query(q, k=2, workers=-1), y
-        )
-    d2 = xp.sort(rowwise_squared(y, x[xp.asarray(candidates)], xp), axis=1)
-    return _ranks(backend, own, cloaking, hidden, d2[:, 0], d2[:, 1])
+    original_tree = cKDTree(x)
+    # x_i and y_i are close: the originals' leaf order suits the avatars too
+    _, candidates = query_in_tree_order(
+        original_tree, lambda q: original_tree.query(q, k=2, workers=-1), y
+    )
+    d2 = np.sort(rowwise_squared(y, x[candidates], np), axis=1)
+    return _ranks(CPU, own, cloaking, hidden, d2[:, 0], d2[:, 1])
 
 
-def _ball_counts(tree, points, radius, backend: Backend, rows=None):
+def _ball_counts(tree, points: np.ndarray, radius: np.ndarray, rows=None) -> np.ndarray:
     """Number of tree points within ``radius[i]`` of ``points[i]`` for the ``rows`` mask (all
     rows by default; 0 elsewhere)."""
-    xp = backend.xp
-    counts = xp.zeros(points.shape[0], dtype=xp.int64)
-    if backend.is_gpu:
-        chosen = xp.arange(points.shape[0]) if rows is None else xp.nonzero(rows)[0]
-        counts[chosen] = xp.asarray(
-            tree.query_ball_point(points[chosen], radius[chosen], return_length=True)
-        )
-        return counts
+    counts = np.zeros(points.shape[0], dtype=np.int64)
     # points[i] lies near the tree's point i (an original and its own avatar): querying in
     # the tree's leaf order keeps neighbouring queries on the same nodes (~30 % faster).
     order = np.asarray(tree.indices)

@@ -73,7 +73,10 @@ def continuous_hellinger(original, avatar, bins: int, backend: Backend = CPU) ->
     pooled = xp.concatenate([original, avatar])
     pooled = pooled[~xp.isnan(pooled)]
     low, high = float(pooled.min()), float(pooled.max())
-    edges = xp.linspace(low, high, bins + 1) if high > low else xp.asarray([low, low + 1.0])
+    # edges from the host on every backend: a device's linspace may round them differently
+    edges = backend.asarray(
+        np.linspace(low, high, bins + 1) if high > low else np.array([low, low + 1.0])
+    )
 
     def distribution(values):
         missing = xp.isnan(values)

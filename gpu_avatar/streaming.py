@@ -59,11 +59,11 @@ from .avatarize import (
     AvatarModel,
     _check_int,
     avatarize_rows,
-    device_bytes,
+    check_device_memory,
     fit_model,
     seed_sequence,
 )
-from .backend import Backend, ensure_fits, resolve_backend
+from .backend import Backend, resolve_backend
 from .batches import batch_seed, check_batch_size, plan_order, split_plan
 from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder, _detect_kind
 from .errors import AvatarError, import_extra
@@ -955,7 +955,7 @@ def avatarize_parquet(
     with steps.step("fit"):
         tick = time.perf_counter()
         first = load_batch(tasks[0], context)
-        ensure_fits(backend_, device_bytes(first, k, ncp), f"avatarizing {len(first):,} rows")
+        check_device_memory(backend_, len(first), first.shape[1], k, ncp)
         context.model = fit_model(
             first, k, ncp, column_weights, types, imputation, backend_, categorical
         )

@@ -159,20 +159,34 @@ def _barycentre(continuous, neighbours, weights, xp):
 def _draw(codes, neighbours, weights, uniforms, xp):
     """Each categorical value taken from the neighbour j with probability w_j, (b, pk)."""
     k = neighbours.shape[1]
-    cumulative = xp.cumsum(weights, axis=1)
+    cumulative = _cumulative_sum(weights, xp)
     threshold = uniforms * cumulative[:, -1:]
     chosen = (cumulative[:, :, None] <= threshold[:, None, :]).sum(axis=1)
     chosen = xp.minimum(chosen, k - 1)  # (b, pk): which neighbour gives each column
     return codes[xp.take_along_axis(neighbours, chosen, axis=1), xp.arange(codes.shape[1])]
 
 
+def _cumulative_sum(weights, xp):
+    """Running sums along each row, added left to right one column at a time: the order of
+    numpy's ``cumsum`` and of the compiled synthesis, which a device's parallel scan is not."""
+    cumulative = weights.copy()
+    for j in range(1, weights.shape[1]):
+        cumulative[:, j] = cumulative[:, j - 1] + weights[:, j]
+    return cumulative
+
+
 def _argmax(codes, neighbours, weights, n_modalities, xp):
-    """Each categorical value set to the modality of largest summed weight, (b, pk)."""
-    b = neighbours.shape[0]
-    rows = xp.arange(b)[:, None]
+    """Each categorical value set to the modality of largest summed weight, (b, pk). The
+    weights are added one neighbour at a time, each row into its own cells (no two writes to
+    one cell at once, so the same sums on every backend, run after run: a weighted bincount
+    is a float atomic add on a GPU)."""
+    b, k = neighbours.shape
+    rows = xp.arange(b)
     out = xp.empty((b, codes.shape[1]), dtype=xp.int64)
     for j, m in enumerate(n_modalities):
-        flat = (rows * m + codes[neighbours, j]).ravel()
-        frequencies = xp.bincount(flat, weights=weights.ravel(), minlength=b * m)
-        out[:, j] = frequencies.reshape(b, m).argmax(axis=1)
+        frequencies = xp.zeros((b, m))
+        for t in range(k):
+            cells = codes[neighbours[:, t], j]
+            frequencies[rows, cells] = frequencies[rows, cells] + weights[:, t]
+        out[:, j] = frequencies.argmax(axis=1)
     return out

@@ -1,22 +1,77 @@
-"""Shared fixtures: the real data sets, the published avatars and a brute-force metric helper.
+"""Shared fixtures: the GPU backend (a device, or the CuPy stand-in with numba's CUDA
+simulator), the real data sets, the published avatars and a brute-force metric helper.
 
 The data sets live in ``../shared/datasets`` next to the repository (see its README for sources
-and licences); set ``GPU_AVATAR_DATASETS`` to point elsewhere. Tests that need them are skipped
-when the directory is absent.
+and licences), AIDS and the tutorial database also in the package; set ``GPU_AVATAR_DATASETS``
+to point elsewhere. Tests that need an absent data set are skipped.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-import pytest
-from realdata import DATASETS_ENV_VAR, datasets_dir, read_dataset
-from scipy.spatial.distance import cdist
 
-import gpu_avatar as ga
+def _cuda_device() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no cupy, no driver, no device
+        return False
+
+
+# Without a CUDA device the GPU kernels run in numba's CUDA simulator; numba reads the switch
+# when it is first imported, which is below (gpu_avatar imports numba lazily).
+CUDA_DEVICE = _cuda_device()
+if not CUDA_DEVICE:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from cupy_standin import make_cupy  # noqa: E402
+from realdata import DATASETS_ENV_VAR, datasets_dir, read_dataset  # noqa: E402
+from scipy.spatial.distance import cdist  # noqa: E402
+
+import gpu_avatar as ga  # noqa: E402
+from gpu_avatar import backend as backend_module  # noqa: E402
+
+
+def _standin_backend(monkeypatch, version: str):
+    """The GPU backend on the CuPy stand-in of ``version``: every entry point asked for
+    "gpu" (or "auto") resolves to it."""
+    module = make_cupy(version)
+    monkeypatch.setattr(backend_module, "_probe_gpu", lambda: (module, ""))
+    return ga.resolve_backend("gpu")
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """The ``backend="gpu"`` Backend: the device where there is one, else the CuPy 14
+    stand-in with the kernels in numba's CUDA simulator."""
+    if CUDA_DEVICE:
+        return ga.resolve_backend("gpu")
+    return _standin_backend(monkeypatch, "14.2.0")
+
+
+@pytest.fixture
+def standin(gpu):
+    """The GPU backend on the CuPy stand-in only, for what only it can observe (device
+    memory figures, the largest allocation)."""
+    if CUDA_DEVICE:
+        pytest.skip("observes the CuPy stand-in, not a device")
+    return gpu
+
+
+@pytest.fixture
+def cupy13(monkeypatch):
+    """The GPU backend with CuPy 13's behaviours (RAPIDS images on CUDA 12), on the
+    stand-in."""
+    if CUDA_DEVICE:
+        pytest.skip("CuPy 13's behaviours are reproduced by the stand-in only")
+    return _standin_backend(monkeypatch, "13.6.0")
 
 CATEGORICAL_MAX_DISTINCT = 10  # the paper: <= 10 distinct values -> categorical
 

@@ -1,6 +1,7 @@
-"""The real data sets the tests use: ``../shared/datasets`` beside the repository, or the folder
-named by ``$GPU_AVATAR_DATASETS``. A test whose data set is absent is skipped, saying where it
-looked."""
+"""The real data sets the tests use: the package's bundled copy where it has the file (the
+same bytes as the shared one: AIDS and the tutorial database), else ``../shared/datasets``
+beside the repository or the folder named by ``$GPU_AVATAR_DATASETS``. A test whose data set
+is absent is skipped, saying where it looked."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
+BUNDLED = Path(__file__).resolve().parents[1] / "gpu_avatar" / "data"
 
 
 def datasets_dir() -> Path:
@@ -24,7 +26,7 @@ def datasets_dir() -> Path:
 
 def read_dataset(name: str, **read_csv_options) -> pd.DataFrame:
     """A fresh copy of data set ``name`` (read once per session), or skip the test."""
-    path = datasets_dir() / name
+    path = BUNDLED / name if (BUNDLED / name).is_file() else datasets_dir() / name
     if not path.is_file():
         pytest.skip(f"data set {path} not found (set {DATASETS_ENV_VAR})")
     return _read_cached(str(path), tuple(sorted(read_csv_options.items()))).copy()

@@ -16,7 +16,7 @@ import pytest
 
 import gpu_avatar as ga
 from gpu_avatar import synthesis
-from gpu_avatar.backend import BACKEND_ENV_VAR, Backend, _probe_cupy, numba_available
+from gpu_avatar.backend import BACKEND_ENV_VAR, Backend, _probe_gpu, numba_available
 
 SEEDS = (0, 1, 2)
 
@@ -472,7 +472,7 @@ def test_errors_are_value_errors():
 
 # ----------------------------------------------------------------------------- backends
 def _has_gpu() -> bool:
-    module, _reason = _probe_cupy()
+    module, _reason = _probe_gpu()
     return module is not None
 
 
