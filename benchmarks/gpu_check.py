@@ -1,22 +1,27 @@
-"""GPU check: versions, GPU tests, CPU/GPU parity, and timings at 10^6 and 10^7 rows.
-
-One command for a GPU machine (budget: under 8 minutes on one H200):
+"""GPU check: one command for a GPU machine, under 8 minutes on one H200.
 
     PYTHONPATH=. python benchmarks/gpu_check.py [--sizes 1000000 10000000] [--parity-rows 100000]
 
-1. prints the device, CUDA driver/runtime, CuPy and optional accelerator versions;
-2. runs the GPU tests (``pytest -m gpu tests/test_gpu.py``);
-3. parity on ``--parity-rows`` rows of the synthetic mixed table (10 continuous + 10
-   categorical columns), same seed on both backends: identical neighbour indices, identical
-   local-cloaking counts and hidden flags, avatars equal to 1e-6;
-4. times FAMD (fit + transform), kNN (each GPU engine), synthesis, the privacy reductions and
-   the whole ``avatarize`` at each size (k = 20, ncp = 5), printing a table; every section is
-   guarded so that one failure is reported and the rest still runs, and the O(n^2) engines are
-   skipped at a size where the previous size's time predicts they would not fit.
+Sections, each on its own (a failure is recorded with its traceback and the next section
+runs), each measurement written at once to a JSON record (device, versions, sections, seconds)
+in ``benchmarks/results/`` and, where ``$OUT`` is set, to ``$OUT/gpu_check.json``, with the
+Markdown table for RESULTS.md beside it (``gpu_check.md``):
 
-Targets on one H200 (issue 5): avatarize 10^7 rows under 20 s; exact local cloaking + hidden
-rate on 10^7 rows under 120 s; at least 30 times the CPU throughput at 10^6 rows (the CPU figure
-comes from ``bench_tabular.py`` in benchmarks/RESULTS.md).
+1. environment: device, driver, CUDA runtime, CuPy, numba, numba-cuda, optional accelerators;
+2. kernels: the first call of each CUDA kernel (numba-cuda compiles it then), timed;
+3. GPU tests: ``pytest tests/test_gpu.py tests/test_cuda_kernels.py`` on the device, with the
+   package's bundled data;
+4. parity on ``--parity-rows`` rows of the synthetic mixed table (10 continuous + 10
+   categorical columns), same seed on both backends: identical coordinates, neighbours,
+   counts, hidden flags; avatars categorical identical, continuous within 1e-9 relative;
+5. timings at each size (k = 20, ncp = 5): FAMD fit + transform, kNN, synthesis, the privacy
+   reductions and ``privacy_metrics`` (exact), ``avatarize`` end to end. A measurement whose
+   predicted time (from the previous size) would pass ``--budget-seconds`` is skipped and
+   recorded as such.
+
+Targets on one H200 (issue 12): avatarize 10^7 rows end to end under 30 s; exact privacy
+metrics on 10^7 rows under 30 s; at 10^6 rows at least 20x this project's 2-core CPU path
+(``CPU_AVATARIZE_1M_SECONDS``, from bench_tabular in RESULTS.md).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
+import json
 import os
 import platform
 import subprocess
@@ -34,10 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
 
-from _common import make_mixed_table  # noqa: E402
+from _common import make_mixed_table, markdown_table  # noqa: E402
 
 import gpu_avatar as ga  # noqa: E402
 from gpu_avatar.backend import CPU, resolve_backend  # noqa: E402
@@ -48,31 +55,81 @@ from gpu_avatar.reductions import distance_ranks  # noqa: E402
 from gpu_avatar.synthesis import synthesize  # noqa: E402
 
 K, NCP = 20, 5
-ROWS: list[dict] = []
+CPU_AVATARIZE_1M_SECONDS = 14.26  # bench_tabular, 2026-11-29, 2-core machine (RESULTS.md)
+TARGETS = {  # (rows, step): seconds at most, or a speed-up at least
+    (10_000_000, "avatarize"): ("seconds", 30.0),
+    (10_000_000, "privacy_metrics"): ("seconds", 30.0),
+    (1_000_000, "avatarize"): ("speed-up", 20.0),
+}
 
 
-def section(title: str) -> None:
-    print(f"\n=== {title} ===", flush=True)
+class Record:
+    """The check's JSON record, rewritten after every measurement."""
+
+    def __init__(self, paths: list[Path], budget_seconds: float) -> None:
+        self.paths = paths
+        self.started = time.perf_counter()
+        self.budget = budget_seconds
+        self.data: dict = {
+            "date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+            "host": platform.node(),
+            "environment": {},
+            "sections": {},
+            "measurements": [],
+        }
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def save(self) -> None:
+        text = json.dumps(self.data, indent=1, default=str)
+        for path in self.paths:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            path.with_suffix(".md").write_text(self.markdown() + "\n")
+
+    def measure(self, rows: int, step: str, engine: str, seconds: float | None, **details):
+        entry = dict(rows=rows, step=step, engine=engine, seconds=seconds, **details)
+        target = TARGETS.get((rows, step))
+        if target and seconds:
+            kind, bound = target
+            value = CPU_AVATARIZE_1M_SECONDS / seconds if kind == "speed-up" else seconds
+            entry["target"] = f"{kind} {'>=' if kind == 'speed-up' else '<='} {bound:g}"
+            entry["met"] = value >= bound if kind == "speed-up" else value <= bound
+        self.data["measurements"].append(entry)
+        shown = "skipped" if seconds is None else f"{seconds:8.2f} s"
+        note = details.get("note", "")
+        print(f"{rows:>12,}  {step:<24} {engine:<8} {shown:>10}  {note}", flush=True)
+        self.save()
+
+    def markdown(self) -> str:
+        rows = []
+        for m in self.data["measurements"]:
+            seconds = "-" if m["seconds"] is None else f"{m['seconds']:.2f}"
+            met = {True: "met", False: "missed"}.get(m.get("met"), "")
+            target = f"{m.get('target', '')} {met}".strip()
+            rows.append([f"{m['rows']:,}", m["step"], m["engine"], seconds, target,
+                         m.get("note", "")])  # fmt: skip
+        return markdown_table(["rows", "step", "engine", "seconds", "target", "note"], rows)
 
 
-def guarded(title: str):
-    """Run a step, print its traceback on failure instead of stopping the check."""
+def section(record: Record, name: str, function, *args) -> None:
+    """Run one section; a failure is recorded with its traceback and the check goes on."""
+    print(f"\n=== {name} ===", flush=True)
+    start = time.perf_counter()
+    try:
+        function(record, *args)
+        status = {"status": "ok"}
+    except Exception:
+        status = {"status": "failed", "error": traceback.format_exc()}
+        print(f"FAILED: {name}\n{status['error']}", flush=True)
+    status["seconds"] = round(time.perf_counter() - start, 2)
+    record.data["sections"][name] = status
+    record.save()
 
-    def wrap(function):
-        def run(*args, **kwargs):
-            try:
-                return function(*args, **kwargs)
-            except Exception:  # report and go on: the check must cover everything it can
-                print(f"FAILED: {title}\n{traceback.format_exc()}", flush=True)
-                return None
 
-        return run
-
-    return wrap
-
-
-def synchronized(backend, function, *args, **kwargs):
-    """(seconds, result) of a call, with the device synchronised before and after."""
+def synchronized(backend, function, /, *args, **kwargs):
+    """(seconds, result) of a call, the device synchronised before and after."""
     if backend.is_gpu:
         backend.xp.cuda.Device().synchronize()
     start = time.perf_counter()
@@ -82,188 +139,184 @@ def synchronized(backend, function, *args, **kwargs):
     return time.perf_counter() - start, result
 
 
-def versions() -> None:
-    section("environment")
-    print(f"date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, host {platform.node()}")
-    cupy = importlib.import_module("cupy")
+# ------------------------------------------------------------------------ sections
+def environment(record: Record) -> None:
+    cupy = resolve_backend("gpu").xp
     properties = cupy.cuda.runtime.getDeviceProperties(0)
-    name = (
-        properties["name"].decode() if isinstance(properties["name"], bytes) else properties["name"]
-    )
-    print(
-        f"device: {name}, compute capability {properties['major']}.{properties['minor']}, "
-        f"{properties['totalGlobalMem'] / 2**30:.0f} GiB, {properties['multiProcessorCount']} SMs"
-    )
-    print(
-        f"CUDA driver {cupy.cuda.runtime.driverGetVersion()}, "
-        f"runtime {cupy.cuda.runtime.runtimeGetVersion()}, CuPy {cupy.__version__}"
-    )
-    for optional in ("cudf", "cuml", "faiss", "torch", "dask", "distributed", "dask_cuda"):
+    name = properties["name"]
+    name = name.decode() if isinstance(name, bytes) else name
+    info = {
+        "device": name,
+        "compute_capability": f"{properties['major']}.{properties['minor']}",
+        "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
+        "multiprocessors": properties["multiProcessorCount"],
+        "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
+        "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+    }
+    for package in ("cupy", "numba", "numba_cuda", "numpy", "pandas", "scipy", "cudf", "cuml",
+                    "faiss", "dask_cuda"):  # fmt: skip
         try:
-            module = importlib.import_module(optional)
-            extra = ""
-            if optional == "faiss":
-                extra = f", GPUs visible to faiss: {getattr(module, 'get_num_gpus', lambda: 0)()}"
-            print(f"  {optional}: {getattr(module, '__version__', '?')}{extra}")
-        except Exception as exc:
-            print(f"  {optional}: not importable ({type(exc).__name__})")
+            info[package] = importlib.import_module(package).__version__
+        except Exception as error:
+            info[package] = f"not importable ({type(error).__name__})"
+    record.data["environment"] = info
+    for key, value in info.items():
+        print(f"{key}: {value}")
 
 
-@guarded("GPU tests")
-def gpu_tests(timeout: int) -> None:
-    section("GPU tests (pytest -m gpu)")
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-m",
-        "gpu",
-        "tests/test_gpu.py",
-        "-p",
-        "no:cacheprovider",
-    ]
-    completed = subprocess.run(
-        command,
-        cwd=Path(__file__).resolve().parents[1],
-        timeout=timeout,
-        capture_output=True,
-        text=True,
-    )
+def kernels(record: Record, n_rows: int) -> None:
+    """The first call of every kernel on a small input: numba-cuda compiles it there."""
+    gpu = resolve_backend("gpu")
+    points = gpu.asarray(np.random.default_rng(0).normal(size=(n_rows, NCP)))
+    seconds, _ = synchronized(gpu, nearest_neighbours, points, K, gpu, "kdtree")
+    record.measure(n_rows, "first kNN (compiles)", "kdtree", seconds)
+    seconds, _ = synchronized(gpu, distance_ranks, points, points[::-1], gpu, "kdtree")
+    record.measure(n_rows, "first ranks (compiles)", "kdtree", seconds)
+
+
+def gpu_tests(record: Record, timeout: int) -> None:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "tests/test_gpu.py", "tests/test_cuda_kernels.py"]  # fmt: skip
+    start = time.perf_counter()
+    completed = subprocess.run(command, cwd=ROOT, timeout=timeout, capture_output=True, text=True)
+    summary = completed.stdout.strip().splitlines()[-1] if completed.stdout.strip() else ""
     print(completed.stdout[-6000:], completed.stderr[-2000:], sep="\n")
+    record.measure(0, "GPU tests", "pytest", time.perf_counter() - start, note=summary,
+                   returncode=completed.returncode)  # fmt: skip
+    if completed.returncode:
+        raise RuntimeError(f"GPU tests failed: {summary}")
 
 
 def encoded_table(n_rows: int):
     df = make_mixed_table(n_rows, seed=0)
-    encoder = TableEncoder().fit(df)
-    return df, encoder.transform(df)
+    return df, TableEncoder().fit_transform(df)
 
 
-@guarded("parity")
-def parity(n_rows: int) -> None:
-    section(f"CPU/GPU parity on {n_rows:,} rows (seed 0)")
+def fitted_projection(encoded, backend):
+    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
+    weights = np.ones(encoded.continuous.shape[1] + encoded.categorical.shape[1])
+    return Projection(kind, weights, backend).fit(encoded)
+
+
+def parity(record: Record, n_rows: int) -> None:
     gpu = resolve_backend("gpu")
     df, encoded = encoded_table(n_rows)
-    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
-    weights = np.ones(encoded.continuous.shape[1] + encoded.categorical.shape[1])
     coordinates = {}
     for backend in (CPU, gpu):
-        projection = Projection(kind, weights, backend).fit(encoded)
+        projection = fitted_projection(encoded, backend)
         coordinates[backend.name] = backend.to_numpy(projection.transform(encoded, NCP))
-    gap = np.abs(coordinates["cpu"] - coordinates["gpu"]).max()
-    print(f"coordinates: max |cpu - gpu| = {gap:.2e}")
-    points = coordinates["cpu"]  # same input on both sides for the exact comparisons
+    checks = {"coordinates identical": np.array_equal(coordinates["cpu"], coordinates["gpu"])}
+    points = coordinates["cpu"]
     cpu_indices, _ = nearest_neighbours(points, K, CPU)
-    for engine in ("brute", "kdtree"):
+    for engine in ("kdtree", "brute"):
         indices, _ = nearest_neighbours(points, K, gpu, engine)
-        same = np.array_equal(gpu.to_numpy(indices), cpu_indices)
-        print(f"neighbours ({engine}): identical indices: {same}")
-    rng = np.random.default_rng(1)
-    avatars = points[rng.permutation(n_rows)] * 0.5 + points * 0.5
+        checks[f"neighbours identical ({engine})"] = np.array_equal(
+            gpu.to_numpy(indices), cpu_indices
+        )
+    avatars = points[np.random.default_rng(1).permutation(n_rows)] * 0.5 + points * 0.5
     cpu_ranks = distance_ranks(points, avatars, CPU)
-    for engine in ("brute", "kdtree"):
-        ranks = distance_ranks(points, avatars, gpu, engine)
-        print(
-            f"local cloaking ({engine}): identical counts: "
-            f"{np.array_equal(ranks.local_cloaking, cpu_ranks.local_cloaking)}, identical hidden "
-            f"flags: {np.array_equal(ranks.hidden, cpu_ranks.hidden)}, max DCR gap "
-            f"{np.abs(ranks.closest - cpu_ranks.closest).max():.1e}"
-        )
-    runs = {name: ga.avatarize(df, k=K, ncp=NCP, seed=0, backend=name) for name in ("cpu", "gpu")}
-    a, b = (runs[name].sensitive_unshuffled_avatars for name in ("cpu", "gpu"))
+    ranks = distance_ranks(points, avatars, gpu, "kdtree")
+    checks["local cloaking identical"] = np.array_equal(ranks.local_cloaking,
+                                                        cpu_ranks.local_cloaking)  # fmt: skip
+    checks["hidden flags identical"] = np.array_equal(ranks.hidden, cpu_ranks.hidden)
+    checks["DCR identical"] = np.array_equal(ranks.closest, cpu_ranks.closest)
+    runs = {name: ga.avatarize(df, k=K, ncp=NCP, seed=0, backend=name).sensitive_unshuffled_avatars
+            for name in ("cpu", "gpu")}  # fmt: skip
     numeric = [c for c in df.columns if df[c].dtype.kind == "f"]
-    gap = np.nanmax(np.abs(a[numeric].to_numpy() - b[numeric].to_numpy()))
-    categorical_equal = all((a[c] == b[c]).all() for c in df.columns if c not in numeric)
-    print(
-        f"avatars: max |cpu - gpu| continuous = {gap:.2e} (target 1e-6), categorical "
-        f"identical: {categorical_equal}"
+    a, b = runs["cpu"][numeric].to_numpy(), runs["gpu"][numeric].to_numpy()
+    relative = float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(a), 1e-300)))
+    checks["avatars categorical identical"] = all(
+        runs["cpu"][c].equals(runs["gpu"][c]) for c in df.columns if c not in numeric
     )
+    checks["avatars continuous within 1e-9"] = relative <= 1e-9
+    for check, passed in checks.items():
+        print(f"{check}: {passed}")
+    record.data["parity"] = {"rows": n_rows, "max_relative_gap": relative, **checks}
+    record.save()
+    if not all(checks.values()):
+        raise AssertionError(f"CPU/GPU parity failed: {checks}")
 
 
-def record(size: int, step: str, engine: str, seconds: float | None, note: str = "") -> None:
-    ROWS.append(dict(rows=size, step=step, engine=engine, seconds=seconds, note=note))
-    shown = "-" if seconds is None else f"{seconds:.2f}"
-    print(f"{size:>12,}  {step:<26} {engine:<10} {shown:>9} s  {note}", flush=True)
-
-
-@guarded("timings")
-def timings(size: int, budget: dict) -> None:
-    section(f"timings at {size:,} rows")
+def timings(record: Record, size: int, previous: dict) -> None:
+    """Each step at ``size`` rows, unless its time predicted from the previous size would
+    pass the budget (``previous``: step -> (rows, seconds), updated here)."""
     gpu = resolve_backend("gpu")
-    started = time.perf_counter()
+
+    def fits(step: str) -> bool:
+        if step not in previous:
+            return True
+        rows, seconds = previous[step]
+        predicted = seconds * size / rows  # the tree steps grow about linearly
+        if record.elapsed() + predicted <= record.budget:
+            return True
+        record.measure(size, step, "gpu", None, note=f"skipped: predicted {predicted:.0f} s "
+                       f"would pass the {record.budget:.0f} s budget")  # fmt: skip
+        return False
+
+    def timed(step: str, engine: str, function, /, *args, **kwargs):
+        seconds, result = synchronized(gpu, function, *args, **kwargs)
+        previous[step] = (size, seconds)
+        record.measure(size, step, engine, seconds)
+        return result
+
+    start = time.perf_counter()
     df, encoded = encoded_table(size)
-    record(size, "generate + encode (host)", "cpu", time.perf_counter() - started)
-    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
-    weights = np.ones(encoded.continuous.shape[1] + encoded.categorical.shape[1])
-    seconds, projection = synchronized(gpu, lambda: Projection(kind, weights, gpu).fit(encoded))
-    more, coordinates = synchronized(gpu, projection.transform, encoded, NCP)
-    record(size, "FAMD fit + transform", "gpu", seconds + more)
-    indices = distances = None
-    for engine in ("kdtree", "brute"):
-        predicted = budget.get(("knn", engine), 0) * (size / budget.get("size", size)) ** 2
-        if engine == "brute" and predicted > 200:
-            record(size, "kNN (k=20)", engine, None, f"skipped: predicted {predicted:.0f} s")
-            continue
-        seconds, (indices, distances) = synchronized(
-            gpu, nearest_neighbours, coordinates, K, gpu, engine
-        )
-        record(size, "kNN (k=20)", engine, seconds)
-        budget[("knn", engine)] = seconds
-    seconds, _ = synchronized(
-        gpu,
-        synthesize,
-        encoded.continuous,
-        encoded.categorical,
-        encoded.n_modalities,
-        indices,
-        distances,
-        np.random.SeedSequence(0),
-        gpu,
-    )
-    record(size, "synthesis", "gpu", seconds)
-    avatars = coordinates[gpu.xp.asarray(np.random.default_rng(0).permutation(size))]
-    for engine in ("kdtree", "brute"):
-        predicted = budget.get(("ranks", engine), 0) * (size / budget.get("size", size)) ** 2
-        if engine == "brute" and predicted > 200:
-            record(
-                size, "privacy reductions", engine, None, f"skipped: predicted {predicted:.0f} s"
-            )
-            continue
-        seconds, _ = synchronized(gpu, distance_ranks, coordinates, avatars, gpu, engine)
-        record(size, "privacy reductions", engine, seconds, "LC + hidden + DCR + NNDR")
-        budget[("ranks", engine)] = seconds
-    del coordinates, avatars, indices, distances
-    seconds, result = synchronized(gpu, ga.avatarize, df, k=K, ncp=NCP, seed=0, backend="gpu")
-    steps = ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items())
-    record(size, "avatarize (end to end)", "gpu", seconds, f"{size / seconds:,.0f} rows/s; {steps}")
-    budget["size"] = size
+    record.measure(size, "generate + encode", "host", time.perf_counter() - start)
+    if not fits("famd"):
+        return
+    projection = timed("famd", "gpu", fitted_projection, encoded, gpu)
+    coordinates = timed("famd transform", "gpu", projection.transform, encoded, NCP)
+    if fits("knn"):
+        indices, distances = timed("knn", "kdtree", nearest_neighbours, coordinates, K, gpu,
+                                   "kdtree")  # fmt: skip
+        if fits("synthesis"):
+            timed("synthesis", "gpu", synthesize, encoded.continuous, encoded.categorical,
+                  encoded.n_modalities, indices, distances, np.random.SeedSequence(0),
+                  gpu)  # fmt: skip
+        del indices, distances
+    if fits("privacy reductions"):
+        avatars = coordinates[gpu.asarray(np.random.default_rng(0).permutation(size))]
+        timed("privacy reductions", "kdtree", distance_ranks, coordinates, avatars, gpu)
+        del avatars
+    del coordinates, encoded
+    if fits("avatarize"):
+        result = timed("avatarize", "gpu", ga.avatarize, df, k=K, ncp=NCP, seed=0,
+                       backend="gpu")  # fmt: skip
+        print("  steps:", ", ".join(f"{k} {v:.2f} s" for k, v in result.timings.items()))
+        if fits("privacy_metrics"):
+            timed("privacy_metrics", "gpu", ga.privacy_metrics, df,
+                  result.sensitive_unshuffled_avatars, ncp=NCP, backend="gpu")  # fmt: skip
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--parity-rows", type=int, default=100_000)
-    parser.add_argument("--test-timeout", type=int, default=180)
-    args = parser.parse_args()
-    versions()
-    gpu_tests(args.test_timeout)
-    parity(args.parity_rows)
-    budget: dict = {}
-    for size in args.sizes:
-        timings(size, budget)
-    section("summary")
-    print(f"{'rows':>12}  {'step':<26} {'engine':<10} {'seconds':>9}    note")
-    for row in ROWS:
-        shown = "-" if row["seconds"] is None else f"{row['seconds']:.2f}"
-        print(
-            f"{row['rows']:>12,}  {row['step']:<26} {row['engine']:<10} {shown:>9} s  {row['note']}"
-        )
+    parser.add_argument("--warmup-rows", type=int, default=5000)
+    parser.add_argument("--test-timeout", type=int, default=150)
+    parser.add_argument("--skip-tests", action="store_true", help="leave the GPU tests out")
+    parser.add_argument("--budget-seconds", type=float, default=450.0)
+    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    paths = [args.results / f"gpu_check-{stamp}.json"]
     if os.environ.get("OUT"):
-        import json
-
-        Path(os.environ["OUT"], "gpu_check.json").write_text(json.dumps(ROWS, indent=1))
-    return 0
+        paths.append(Path(os.environ["OUT"]) / "gpu_check.json")
+    record = Record(paths, args.budget_seconds)
+    record.data["arguments"] = vars(args)
+    section(record, "environment", environment)
+    section(record, "kernels", kernels, args.warmup_rows)
+    if not args.skip_tests:
+        section(record, "GPU tests", gpu_tests, args.test_timeout)
+    section(record, "parity", parity, args.parity_rows)
+    previous: dict = {}
+    for size in args.sizes:
+        section(record, f"timings at {size:,} rows", timings, size, previous)
+    print("\n" + record.markdown())
+    print(f"\nrecord: {', '.join(map(str, paths))}")
+    return 0 if all(s["status"] == "ok" for s in record.data["sections"].values()) else 1
 
 
 if __name__ == "__main__":

@@ -95,7 +95,8 @@ def test_targets_users_and_entrypoint():
     assert re.fullmatch(r"python:3\.\d+-slim(-\w+)?", roots["cpu"])
     assert re.fullmatch(r"python:3\.\d+-slim(-\w+)?", roots["gpu"])
     assert re.fullmatch(r"rapidsai/base:\d\d\.\d\d-cuda\d+(\.\d+)?-py3\.\d+", roots["rapids"])
-    assert any("cupy-cuda12x[ctk]" in command for command in _runs(stages, "gpu"))
+    gpu_installs = _runs(stages, "gpu")
+    assert any("cupy-cuda12x[ctk]" in c and ",gpu]" in c for c in gpu_installs), gpu_installs
 
 
 def test_cpu_install_line_is_what_ci_installs():
