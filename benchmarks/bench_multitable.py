@@ -165,7 +165,7 @@ def run_gpu_avatar(
 ) -> dict[str, Any]:
     """``avatarize_database`` on the parent/child database; seconds of that call alone."""
     import gpu_avatar as ga
-    from gpu_avatar.assignment import default_block_size
+    from gpu_avatar.relational.assignment import default_block_size
 
     db = ga.Database()
     db.add_table("parent", tables["parent"], primary_key="p_id")

@@ -47,11 +47,11 @@ sys.path.insert(0, str(ROOT))
 from _common import make_mixed_table, markdown_table  # noqa: E402
 
 import gpu_avatar as ga  # noqa: E402
-from gpu_avatar.backend import CPU, resolve_backend  # noqa: E402
-from gpu_avatar.encoding import TableEncoder  # noqa: E402
-from gpu_avatar.neighbours import nearest_neighbours  # noqa: E402
-from gpu_avatar.projection import Projection, projection_kind  # noqa: E402
-from gpu_avatar.reductions import distance_ranks  # noqa: E402
+from gpu_avatar.backend.choice import CPU, resolve_backend  # noqa: E402
+from gpu_avatar.encoding.encoder import TableEncoder  # noqa: E402
+from gpu_avatar.metrics.reductions import distance_ranks  # noqa: E402
+from gpu_avatar.neighbours.search import nearest_neighbours  # noqa: E402
+from gpu_avatar.projection.projection import Projection, projection_kind  # noqa: E402
 from gpu_avatar.synthesis import synthesize  # noqa: E402
 
 K, NCP = 20, 5

@@ -6,16 +6,14 @@ result.avatars                       # the release
 result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
-from . import distributed  # Dask itself is imported on first use
-from .avatarize import AvatarizationResult, avatarize
 from .backend import Backend, resolve_backend
-from .database import Database
 from .errors import AvatarError, BackendUnavailableError
-from .multitable import DatabaseAvatarizationResult, avatarize_database
-from .privacy import PrivacyMetrics, privacy_metrics
+from .metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
+from .pipeline import AvatarizationResult, avatarize
 from .projection import FAMD, MCA, PCA
-from .signal import SignalMetrics, signal_metrics
+from .relational import Database, DatabaseAvatarizationResult, avatarize_database
 from .streaming import ParquetAvatarization, avatarize_parquet
+from .streaming import dask as distributed  # Dask itself is imported on first use
 
 __version__ = "0.1.0"
 

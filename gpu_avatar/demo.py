@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .avatarize import AvatarizationResult, avatarize
-from .database import Database
-from .multitable import DatabaseAvatarizationResult, avatarize_database
-from .privacy import PrivacyMetrics
+from .metrics.privacy import PrivacyMetrics
+from .metrics.signal import SignalMetrics
+from .pipeline.avatarize import AvatarizationResult, avatarize
 from .progress import ProgressLike, Steps
-from .signal import SignalMetrics
+from .relational.linking import DatabaseAvatarizationResult, avatarize_database
+from .relational.schema import Database
 
 MAX_DISTINCT_FOR_CATEGORICAL = 10  # the paper's rule for AIDS
 # What an attacker might know of a patient, for the attribute-based metrics.
@@ -119,7 +119,7 @@ def summary(
 def run_demo(output: Path, progress: ProgressLike = None) -> str:
     """Write into ``output`` the avatar CSVs, ``summary.txt`` and ``report.html`` (the AIDS
     table and the hospital database); print and return the summary."""
-    from .report import database_part, require_matplotlib, result_part, write_html
+    from .report.html import database_part, require_matplotlib, result_part, write_html
 
     require_matplotlib()
     output.mkdir(parents=True, exist_ok=True)

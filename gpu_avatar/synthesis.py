@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import Backend
+from .backend.choice import Backend
 from .errors import AvatarError
 
 DISTANCE_EPSILON = 1e-12
@@ -57,8 +57,7 @@ def random_ranks(uniforms: np.ndarray, compiled: bool = False) -> np.ndarray:
     from the last down, swaps with position floor(u_i (i + 1))). ``compiled`` gives the same
     integers 10x faster than the array loop and numpy's per-row ``permuted``."""
     if compiled:
-        from . import cpu_kernels
-
+        from .backend import cpu_kernels
         return cpu_kernels.random_ranks(uniforms)
     b, k = uniforms.shape[0], uniforms.shape[1] + 1
     ranks = np.tile(np.arange(1, k + 1)[:, None], (1, b))  # position-major: rows contiguous
@@ -117,7 +116,7 @@ def synthesize(
         if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
         if fused:  # one compiled pass over the block (cpu_kernels.py), same values
-            from .cpu_kernels import synthesize_block
+            from .backend.cpu_kernels import synthesize_block
 
             out_continuous[start:stop], out_codes[start:stop] = synthesize_block(
                 continuous,

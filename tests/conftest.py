@@ -36,7 +36,7 @@ from realdata import DATASETS_ENV_VAR, datasets_dir, read_dataset  # noqa: E402
 from scipy.spatial.distance import cdist  # noqa: E402
 
 import gpu_avatar as ga  # noqa: E402
-from gpu_avatar import backend as backend_module  # noqa: E402
+from gpu_avatar.backend import choice as backend_module  # noqa: E402
 
 
 def _standin_backend(monkeypatch, version: str):

@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 from gpu_avatar import AvatarError
-from gpu_avatar.assignment import (
+from gpu_avatar.relational.assignment import (
     DEFAULT_BLOCK_SIZE,
     assign_linear_sum,
     assign_minimum_distance,

@@ -16,7 +16,7 @@ import pytest
 
 import gpu_avatar as ga
 from gpu_avatar import synthesis
-from gpu_avatar.backend import BACKEND_ENV_VAR, Backend, _probe_gpu, numba_available
+from gpu_avatar.backend.choice import BACKEND_ENV_VAR, Backend, _probe_gpu, numba_available
 
 SEEDS = (0, 1, 2)
 

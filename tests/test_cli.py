@@ -21,8 +21,8 @@ import pytest
 from cli_helpers import check_ok, gpu_avatar_command, parse_report, run_cli
 
 import gpu_avatar as ga
-from gpu_avatar.config import load_database_config
 from gpu_avatar.demo import load_hospital_database
+from gpu_avatar.relational.config import load_database_config
 
 WBCD_TYPES = ["--types", "Sample_code_number=identifier", "Class=categorical"]
 AIDS_TYPES = ["--categorical-max-distinct", "10", "--types", "pidnum=identifier"]
@@ -246,12 +246,12 @@ def test_core_works_without_the_extras(datasets_path, tmp_path):
     """Without matplotlib, tqdm, PyYAML and pyarrow the package imports and avatarizes, and
     each feature that needs one names the extra to install."""
     code = f"""
-import gpu_avatar as ga, gpu_avatar.cli, gpu_avatar.report, gpu_avatar.config
+import gpu_avatar as ga, gpu_avatar.cli, gpu_avatar.report, gpu_avatar.relational.config
 import numpy as np, pandas as pd
 df = pd.DataFrame({{"x": np.arange(40.0), "y": np.arange(40) % 3}})
 result = ga.avatarize(df, k=5, seed=0)
 for call in (lambda: result.report("r.html"), lambda: ga.avatarize(df, k=5, progress=True),
-             lambda: gpu_avatar.config.load_database_config("c.yaml")):
+             lambda: gpu_avatar.relational.config.load_database_config("c.yaml")):
     try:
         call()
     except ga.AvatarError as error:

@@ -14,10 +14,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from gpu_avatar import cpu_kernels
-from gpu_avatar.distances import rowwise_squared
+from gpu_avatar.backend import cpu_kernels
+from gpu_avatar.neighbours.distances import rowwise_squared
 
-cuda_kernels = pytest.importorskip("gpu_avatar.cuda_kernels")
+cuda_kernels = pytest.importorskip("gpu_avatar.backend.cuda_kernels")
 
 
 def _points(name: str, n: int = 240) -> np.ndarray:

@@ -17,8 +17,8 @@ from test_streaming import MIXED_TYPES, aids, mixed_table, write_parts  # noqa: 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
 from gpu_avatar.errors import MissingExtraError
-from gpu_avatar.reductions import distance_ranks
-from gpu_avatar.streaming import INCOMPLETE, SPILL, SUCCESS, read_manifest, spill_name
+from gpu_avatar.metrics.reductions import distance_ranks
+from gpu_avatar.streaming.run import INCOMPLETE, SPILL, SUCCESS, read_manifest, spill_name
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")

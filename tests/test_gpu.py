@@ -17,11 +17,12 @@ import pytest
 from realdata import read_dataset
 
 import gpu_avatar as ga
-from gpu_avatar import neighbours, reductions
-from gpu_avatar.avatarize import check_device_memory
-from gpu_avatar.backend import CPU
-from gpu_avatar.neighbours import nearest_neighbours
-from gpu_avatar.reductions import distance_ranks
+from gpu_avatar.backend.choice import CPU
+from gpu_avatar.metrics import reductions
+from gpu_avatar.metrics.reductions import distance_ranks
+from gpu_avatar.neighbours import search as neighbours
+from gpu_avatar.neighbours.search import nearest_neighbours
+from gpu_avatar.pipeline.avatarize import check_device_memory
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
-from gpu_avatar.backend import numba_available
-from gpu_avatar.privacy import PRIVACY_TARGETS
-from gpu_avatar.signal import SIGNAL_TARGETS
+from gpu_avatar.backend.choice import numba_available
+from gpu_avatar.metrics.privacy import PRIVACY_TARGETS
+from gpu_avatar.metrics.signal import SIGNAL_TARGETS
 
 CATEGORICAL_MAX_DISTINCT = 10
 ENGINES = ("brute", "kdtree", "numba") if numba_available() else ("brute", "kdtree")

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar import backend
-from gpu_avatar import neighbours as nb
-from gpu_avatar.backend import CPU, Backend, numba_available
+from gpu_avatar.backend import choice as backend
+from gpu_avatar.backend.choice import CPU, Backend, numba_available
+from gpu_avatar.neighbours import search as nb
 
 try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its exact re-check
     import faiss  # noqa: F401
@@ -159,7 +159,7 @@ def test_k_out_of_range_is_rejected(engine, k):
 @pytest.mark.parametrize("data", sorted(DATA))
 def test_compiled_walk_on_deep_trees_equals_naive_reference(leaf_size, data):
     """Tiny leaves: many nodes pruned by box, queries spread over many leaves."""
-    from gpu_avatar import cpu_kernels
+    from gpu_avatar.backend import cpu_kernels
 
     points = DATA[data](n=300)
     expected_idx, expected_dist = naive_neighbours(points, 9)

@@ -22,9 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpu_avatar import AvatarError, backend, reductions
-from gpu_avatar.backend import Backend, numba_available
-from gpu_avatar.reductions import distance_ranks
+from gpu_avatar import AvatarError
+from gpu_avatar.backend import choice as backend
+from gpu_avatar.backend.choice import Backend, numba_available
+from gpu_avatar.metrics import reductions
+from gpu_avatar.metrics.reductions import distance_ranks
 
 # The compiled engine runs where numba is installed (the dev extra installs it).
 TREE_ENGINES = ("kdtree", "numba") if numba_available() else ("kdtree",)
@@ -68,7 +70,7 @@ def engine_runs(x: np.ndarray, y: np.ndarray):
     with mock.patch.object(reductions, "_ROW_CHUNK", 3):  # several re-check chunks
         yield "kdtree chunk=3", distance_ranks(x, y, engine="kdtree")
     if numba_available():
-        from gpu_avatar import cpu_kernels
+        from gpu_avatar.backend import cpu_kernels
 
         yield "numba", distance_ranks(x, y, engine="numba")
         for leaf_size in (1, 2, 5):  # deep trees on small inputs: pruning and whole nodes

@@ -15,8 +15,8 @@ import pytest
 from cli_helpers import check_ok, parse_report, run_cli
 
 import gpu_avatar as ga
-from gpu_avatar.privacy import PRIVACY_TARGETS
-from gpu_avatar.signal import SIGNAL_TARGETS
+from gpu_avatar.metrics.privacy import PRIVACY_TARGETS
+from gpu_avatar.metrics.signal import SIGNAL_TARGETS
 
 TABLE_SECTIONS = ["parameters", "timings", "privacy", "signal", "plots"]
 TABLE_PLOTS = ["projection", "distributions", "correlations", "local-cloaking"]

@@ -19,9 +19,9 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
-from gpu_avatar.batches import plan_batches
-from gpu_avatar.encoding import TableEncoder, fresh_identifiers
-from gpu_avatar.streaming import (
+from gpu_avatar.encoding.encoder import TableEncoder, fresh_identifiers
+from gpu_avatar.pipeline.batches import plan_batches
+from gpu_avatar.streaming.run import (
     INCOMPLETE,
     MANIFEST,
     SPILL,
@@ -332,7 +332,7 @@ def test_fresh_identifiers_by_position_match_encoding():
     for original in (integers, floats, text):
         n = 12
         expected = fresh_identifiers(original, n)
-        scan = ga.streaming._IdentifierScan("c")
+        scan = ga.streaming.run._IdentifierScan("c")
         scan.add(original.iloc[:2])
         scan.add(original.iloc[2:])
         fresh = scan.result()

@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import to_pandas
-from .encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
-from .errors import import_extra
-from .privacy import PRIVACY_TARGETS, PrivacyMetrics, privacy_metrics
-from .progress import ProgressLike, Steps
-from .signal import SignalMetrics, signal_metrics
+from ..backend.choice import to_pandas
+from ..encoding.encoder import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
+from ..errors import import_extra
+from ..metrics.privacy import PRIVACY_TARGETS, PrivacyMetrics, privacy_metrics
+from ..metrics.signal import SignalMetrics, signal_metrics
+from ..progress import ProgressLike, Steps
 
 ORIGINAL_COLOUR, AVATAR_COLOUR = "#3b6fb6", "#e07b39"
 DPI = 90
@@ -244,7 +244,7 @@ def projection_plot(
     original: pd.DataFrame, avatars: pd.DataFrame, types: Mapping[Any, str], new_figure
 ) -> str:
     """Originals and avatars on the first two axes of a FAMD fitted on the originals."""
-    from .projection import FAMD
+    from ..projection.projection import FAMD
 
     model = FAMD(n_components=2, types=types).fit(original)
     points = [model.transform(frame).to_numpy() for frame in (original, avatars)]
@@ -644,7 +644,7 @@ def _database_part(
     slug: str | None = None,
     level: int = 2,
 ) -> Part:
-    from .multitable_metrics import STANDALONE, _types, _variables
+    from ..relational.scenarios import STANDALONE, _types, _variables
 
     new_figure = _matplotlib()
     db = result.database
@@ -764,8 +764,7 @@ def database_part(
 # --------------------------------------------------------------------------- document
 def render_html(title: str, parts: Sequence[Part]) -> str:
     """The whole document: header, contents, parts."""
-    from . import __version__
-
+    from .. import __version__
     created = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     contents = "".join(
         f'<li><a href="#{part.slug}">{_esc(part.title)}</a>: '

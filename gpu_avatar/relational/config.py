@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .database import Database
-from .errors import AvatarError, import_extra
-from .files import read_table
+from ..errors import AvatarError, import_extra
+from ..files import read_table
+from .schema import Database
 
 TOP_LEVEL = {"tables": True, "links": False, "k": False, "ncp": False, "seed": False,
              "backend": False, "categorical": False, "imputation": False,

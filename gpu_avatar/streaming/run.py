@@ -55,7 +55,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .avatarize import (
+from ..backend.choice import Backend, resolve_backend
+from ..encoding.encoder import CATEGORICAL, IDENTIFIER, TableEncoder, _detect_kind
+from ..errors import AvatarError, import_extra
+from ..metrics.privacy import privacy_metrics
+from ..pipeline.avatarize import (
     AvatarModel,
     _check_int,
     avatarize_rows,
@@ -63,13 +67,9 @@ from .avatarize import (
     fit_model,
     seed_sequence,
 )
-from .backend import Backend, resolve_backend
-from .batches import batch_seed, check_batch_size, plan_order, split_plan
-from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder, _detect_kind
-from .errors import AvatarError, import_extra
-from .privacy import privacy_metrics
-from .progress import ProgressLike, Steps
-from .synthesis import CATEGORICAL_RULES, shuffle_order
+from ..pipeline.batches import batch_seed, check_batch_size, plan_order, split_plan
+from ..progress import ProgressLike, Steps
+from ..synthesis import CATEGORICAL_RULES, shuffle_order
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -13,16 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, ensure_fits, like_input, resolve_backend, to_pandas
+from ..backend.choice import Backend, ensure_fits, like_input, resolve_backend, to_pandas
+from ..encoding.encoder import EncodedTable, TableEncoder, fresh_identifiers, validate_table
+from ..errors import AvatarError
+from ..metrics.privacy import PrivacyMetrics, privacy_metrics
+from ..metrics.signal import SignalMetrics, signal_metrics
+from ..neighbours.search import nearest_neighbours
+from ..progress import ProgressLike, Steps
+from ..projection.projection import Projection, expand_variable_weights, projection_kind
+from ..synthesis import CATEGORICAL_RULES, shuffle_order, synthesize
 from .batches import batch_seed, check_batch_size, plan_batches
-from .encoding import EncodedTable, TableEncoder, fresh_identifiers, validate_table
-from .errors import AvatarError
-from .neighbours import nearest_neighbours
-from .privacy import PrivacyMetrics, privacy_metrics
-from .progress import ProgressLike, Steps
-from .projection import Projection, expand_variable_weights, projection_kind
-from .signal import SignalMetrics, signal_metrics
-from .synthesis import CATEGORICAL_RULES, shuffle_order, synthesize
 
 logger = logging.getLogger("gpu_avatar")
 
@@ -91,7 +91,7 @@ class AvatarizationResult:
         """Write a self-contained HTML report of this run to ``path`` (needs matplotlib:
         ``pip install 'gpu_avatar[report]'``); ``options`` as in
         ``gpu_avatar.report.write_table_report``."""
-        from .report import write_table_report
+        from ..report.html import write_table_report
 
         return write_table_report(self, path, **options)
 

@@ -26,19 +26,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..backend.choice import Backend, resolve_backend
+from ..encoding.encoder import CONTINUOUS, fresh_identifiers
+from ..errors import AvatarError
+from ..metrics.privacy import metric_coordinates
+from ..pipeline.avatarize import avatarize, seed_sequence
+from ..progress import ProgressLike, Steps
+from ..synthesis import shuffle_order
 from .assignment import (
     assign_linear_sum,
     assign_minimum_distance,
     round_preserving_sum,
 )
-from .avatarize import avatarize, seed_sequence
-from .backend import Backend, resolve_backend
-from .database import Database, Link, parent_rows
-from .encoding import CONTINUOUS, fresh_identifiers
-from .errors import AvatarError
-from .privacy import metric_coordinates
-from .progress import ProgressLike, Steps
-from .synthesis import shuffle_order
+from .schema import Database, Link, parent_rows
 
 logger = logging.getLogger("gpu_avatar")
 COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
@@ -100,19 +100,19 @@ class DatabaseAvatarizationResult:
 
     def privacy_metrics(self, **options: Any):
         """Privacy per (table, scenario, reference table); see ``multitable_metrics``."""
-        from .multitable_metrics import database_privacy_metrics
+        from .scenarios import database_privacy_metrics
 
         return database_privacy_metrics(self, **options)
 
     def signal_metrics(self, **options: Any):
         """Signal per (table, scenario, reference table); see ``multitable_metrics``."""
-        from .multitable_metrics import database_signal_metrics
+        from .scenarios import database_signal_metrics
 
         return database_signal_metrics(self, **options)
 
     def metrics_summary(self, privacy=None) -> pd.DataFrame:
         """Rows: individual-level tables; columns: tables; cells: the worst scenario."""
-        from .multitable_metrics import metrics_summary
+        from .scenarios import metrics_summary
 
         return metrics_summary(self, privacy)
 
@@ -120,7 +120,7 @@ class DatabaseAvatarizationResult:
         """Write a self-contained HTML report of this database to ``path`` (needs matplotlib:
         ``pip install 'gpu_avatar[report]'``); ``options`` as in
         ``gpu_avatar.report.write_database_report``."""
-        from .report import write_database_report
+        from ..report.html import write_database_report
 
         return write_database_report(self, path, **options)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AvatarError, BackendUnavailableError
+from ..errors import AvatarError, BackendUnavailableError
 
 BACKEND_ENV_VAR = "GPU_AVATAR_BACKEND"
 _CHOICES = ("auto", "cpu", "gpu")
@@ -109,7 +109,6 @@ def numba_kernels(backend: Backend) -> ModuleType:
             "engine='numba' needs numba: pip install 'gpu_avatar[fast]', or use engine='auto'"
         )
     from . import cpu_kernels
-
     return cpu_kernels
 
 

@@ -43,14 +43,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import CPU, Backend, resolve_backend
-from .distances import rowwise_squared
-from .errors import AvatarError, import_extra
-from .privacy import PrivacyMetrics
-from .privacy import privacy_metrics as local_privacy_metrics
-from .progress import ProgressLike
-from .reductions import DistanceRanks, _ranks, _tile_pass, default_tile
-from .streaming import (
+from ..backend.choice import CPU, Backend, resolve_backend
+from ..errors import AvatarError, import_extra
+from ..metrics.privacy import PrivacyMetrics
+from ..metrics.privacy import privacy_metrics as local_privacy_metrics
+from ..metrics.reductions import DistanceRanks, _ranks, _tile_pass, default_tile
+from ..neighbours.distances import rowwise_squared
+from ..progress import ProgressLike
+from .run import (
     BatchContext,
     BatchTask,
     ParquetAvatarization,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import AvatarError
+from ..errors import AvatarError
 
 _PLAN_STREAM = 5  # SeedSequence stream for the batch plan
 _BATCH_STREAM = 6  # SeedSequence stream for the per-batch child seeds

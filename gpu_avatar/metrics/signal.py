@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import CPU, Backend, resolve_backend, to_pandas
-from .encoding import CATEGORICAL, CONTINUOUS, TableEncoder
-from .errors import AvatarError
-from .metrics_common import Target, check_same_table, metrics_frame
+from ..backend.choice import CPU, Backend, resolve_backend, to_pandas
+from ..encoding.encoder import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..errors import AvatarError
+from .checks import Target, check_same_table, metrics_frame
 
 SIGNAL_TARGETS = {
     "hellinger_mean": Target("<", 0.1),

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .encoding import validate_table
-from .errors import AvatarError
+from ..encoding.encoder import validate_table
+from ..errors import AvatarError
 
 
 @dataclass(frozen=True)

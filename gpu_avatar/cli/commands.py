@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import __version__
-from .encoding import IDENTIFIER, KINDS
-from .errors import AvatarError, import_extra
+from .. import __version__
+from ..encoding.encoder import IDENTIFIER, KINDS
+from ..errors import AvatarError, import_extra
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -185,7 +185,7 @@ def _say(*parts: Any) -> None:
 
 
 def _check_output_path(output: str | Path, *inputs: str | Path) -> Path:
-    from .files import table_format
+    from ..files import table_format
 
     output = Path(output)
     if table_format(output) == "parquet":
@@ -207,14 +207,14 @@ def _privacy_line(privacy: Any) -> str:
 def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from .files import read_table, write_table
-    from .progress import Steps
+    from ..files import read_table, write_table
+    from ..progress import Steps
 
     output = _check_output_path(args.output, args.input)
     if args.unshuffled_output:
         _check_output_path(args.unshuffled_output, args.input, args.output)
     if args.report:
-        from .report import require_matplotlib
+        from ..report.html import require_matplotlib
 
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
@@ -250,7 +250,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
 def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
     """Original and avatars, identifier columns dropped, avatar dtypes cast to the original's
     where CSV inference differs (e.g. integers read back as floats)."""
-    from .files import read_table
+    from ..files import read_table
 
     original = read_table(args.original, sep=args.sep)
     avatars = read_table(args.avatars, sep=args.sep)
@@ -271,7 +271,7 @@ def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, di
 def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from .progress import Steps
+    from ..progress import Steps
 
     steps = Steps(progress, "gpu-avatar metrics", total=3)
     with steps.step("read"):
@@ -300,8 +300,8 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
-    from .progress import Steps
-    from .report import require_matplotlib, table_part, write_html
+    from ..progress import Steps
+    from ..report.html import require_matplotlib, table_part, write_html
 
     require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
@@ -320,15 +320,15 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
 def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from .config import load_database_config
-    from .demo import database_summary
-    from .files import write_table
-    from .progress import Steps
+    from ..demo import database_summary
+    from ..files import write_table
+    from ..progress import Steps
+    from ..relational.config import load_database_config
 
     output = Path(args.output_dir)
     report = None if args.no_report else Path(args.report or output / "report.html")
     if report is not None:
-        from .report import require_matplotlib
+        from ..report.html import require_matplotlib
 
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar database")
@@ -361,7 +361,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
-    from .demo import run_demo
+    from ..demo import run_demo
 
     run_demo(Path(args.output_dir), progress=progress)
     return 0
@@ -392,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.debug:
         logging.basicConfig(level=logging.INFO, format=f"{PROG}: %(message)s")
-    from .progress import close_all
+    from ..progress import close_all
 
     with warnings.catch_warnings():
         if not args.debug:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import AvatarError
+from ..errors import AvatarError
 
 DEFAULT_BLOCK_SIZE = 2000  # within ~3 % of the optimum at n = 4000 (see tests)
 # Above LARGE_PROBLEM_ROWS children, blocks of LARGE_PROBLEM_BLOCK_SIZE: a block where few

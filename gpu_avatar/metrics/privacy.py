@@ -41,12 +41,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import Backend, ensure_fits, resolve_backend, to_pandas
-from .encoding import CATEGORICAL, IDENTIFIER, TableEncoder
-from .errors import AvatarError
-from .metrics_common import Target, check_same_table, check_variables, metrics_frame
-from .neighbours import nearest_neighbours
-from .projection import Projection, projection_kind
+from ..backend.choice import Backend, ensure_fits, resolve_backend, to_pandas
+from ..encoding.encoder import CATEGORICAL, IDENTIFIER, TableEncoder
+from ..errors import AvatarError
+from ..neighbours.search import nearest_neighbours
+from ..projection.projection import Projection, projection_kind
+from .checks import Target, check_same_table, check_variables, metrics_frame
 from .reductions import DistanceRanks, distance_ranks
 
 PRIVACY_TARGETS = {

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import CPU, Backend, numba_kernels
+from ..backend.choice import CPU, Backend, numba_kernels
+from ..errors import AvatarError
 from .distances import pairwise_squared, rowwise_squared
-from .errors import AvatarError
 
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")
 GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
@@ -69,8 +69,7 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
 
 
 def _device_tree_neighbours(points, k: int, backend: Backend, rows=None):
-    from . import cuda_kernels
-
+    from ..backend import cuda_kernels
     if k > cuda_kernels.MAX_K:
         raise AvatarError(
             f"the GPU k-d tree search keeps at most {cuda_kernels.MAX_K} neighbours, got "
@@ -85,7 +84,7 @@ def _exact_rows(points, rows, k: int, backend: Backend, bound):
     if backend.is_gpu:
         return _device_tree_neighbours(points, k, backend, rows)
     if backend.compiled:
-        from .cpu_kernels import nearest_others_of
+        from ..backend.cpu_kernels import nearest_others_of
 
         return nearest_others_of(points, rows, k)
     return _nearest_by_ball(points, rows, k, bound)
@@ -96,7 +95,7 @@ def _auto_engine(backend: Backend, n: int, k: int) -> str:
     small tables (or more neighbours than the tree kernel keeps), the device tree above."""
     if not backend.is_gpu:
         return "numba" if backend.compiled else "kdtree"
-    from .cuda_kernels import MAX_K
+    from ..backend.cuda_kernels import MAX_K
 
     return "brute" if n <= GPU_BRUTE_MAX_ROWS or k > MAX_K else "kdtree"
 
@@ -193,7 +192,7 @@ def _order_candidates(d2, block, own_rows, xp):
 def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
     if backend.compiled:  # the same, in one compiled pass
-        from .cpu_kernels import verify_candidates
+        from ..backend.cpu_kernels import verify_candidates
 
         return verify_candidates(points, candidates, far_squared, margin, k)
     xp = backend.xp

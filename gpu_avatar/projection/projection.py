@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backend import CPU, Backend, resolve_backend, to_pandas
-from .encoding import EncodedTable, TableEncoder
-from .errors import AvatarError
+from ..backend.choice import CPU, Backend, resolve_backend, to_pandas
+from ..encoding.encoder import EncodedTable, TableEncoder
+from ..errors import AvatarError
 
 FAMD_KIND, PCA_KIND, MCA_KIND = "famd", "pca", "mca"
 _NULL_EIGENVALUE = 1e-10  # relative to the largest eigenvalue
@@ -170,7 +170,7 @@ class Projection:
         over the rows in order, so the compiled pass (numba) gives the same bits as the
         bincounts."""
         if CPU.compiled:
-            from .cpu_kernels import modality_statistics
+            from ..backend.cpu_kernels import modality_statistics
 
             return modality_statistics(x, codes, self.offsets_)
         total, n_continuous = int(self.offsets_[-1]), x.shape[1]

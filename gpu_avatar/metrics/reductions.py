@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import CPU, Backend, numba_kernels
-from .distances import pairwise_squared, rowwise_squared
-from .errors import AvatarError
-from .neighbours import query_in_tree_order
+from ..backend.choice import CPU, Backend, numba_kernels
+from ..errors import AvatarError
+from ..neighbours.distances import pairwise_squared, rowwise_squared
+from ..neighbours.search import query_in_tree_order
 
 ENGINES = ("auto", "brute", "kdtree", "numba")
 BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
@@ -78,8 +78,7 @@ def distance_ranks(
     if engine == "numba":
         return _numba(x, y, backend)
     if engine == "kdtree" and backend.is_gpu:
-        from . import cuda_kernels
-
+        from ..backend import cuda_kernels
         own = rowwise_squared(x, y, backend.xp)
         return _ranks(backend, own, *cuda_kernels.distance_ranks(backend, x, y, own))
     if engine == "kdtree":

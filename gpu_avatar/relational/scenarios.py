@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .encoding import CATEGORICAL, CONTINUOUS, TableEncoder
-from .multitable import DatabaseAvatarizationResult, broadcast_name
-from .privacy import PrivacyMetrics, privacy_metrics
-from .signal import SignalMetrics, signal_metrics
+from ..encoding.encoder import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..metrics.privacy import PrivacyMetrics, privacy_metrics
+from ..metrics.signal import SignalMetrics, signal_metrics
+from .linking import DatabaseAvatarizationResult, broadcast_name
 
 STANDALONE = "standalone"
 TO_TOP_ENRICHED = "to_top_enriched"

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import AvatarError
+from ..errors import AvatarError
 
 CONTINUOUS = "continuous"
 CATEGORICAL = "categorical"
