@@ -66,7 +66,7 @@ from _common import (
 from sklearn.neighbors import NearestNeighbors
 
 import gpu_avatar
-from gpu_avatar.backend.choice import numba_available
+from gpu_avatar.backend import numba_available
 from gpu_avatar.metrics import reductions
 
 NCP = 5

@@ -179,7 +179,7 @@ def run_gpu_avatar(
     start = time.perf_counter()
     options = {} if block_size is None else {"assignment_block_size": block_size}
     if child_batch_size is not None:
-        options["batch_size"] = {"child": child_batch_size}
+        options["overrides"] = {"child": {"batch_size": child_batch_size}}
     result = ga.avatarize_database(db, k=k, ncp=ncp, seed=seed, backend=backend, **options)
     end = time.perf_counter()
     logger.removeHandler(clock)
@@ -198,7 +198,7 @@ def run_gpu_avatar(
     report = result.links[0]
     return {
         "seconds": end - start,
-        "backend": result.parameters["backend"],
+        "backend": result.parameters.backend,
         "block_size": block_size or default_block_size(len(tables["child"])),
         "tables": per_table,
         "link": {

@@ -9,8 +9,8 @@ Markdown table for RESULTS.md beside it (``gpu_check.md``):
 
 1. environment: device, driver, CUDA runtime, CuPy, numba, numba-cuda, optional accelerators;
 2. kernels: the first call of each CUDA kernel (numba-cuda compiles it then), timed;
-3. GPU tests: ``pytest tests/test_gpu.py tests/test_cuda_kernels.py`` on the device, with the
-   package's bundled data;
+3. GPU tests: ``pytest tests/test_gpu.py tests/backend/test_cuda_kernels.py`` on the device,
+   with the package's bundled data;
 4. parity on ``--parity-rows`` rows of the synthetic mixed table (10 continuous + 10
    categorical columns), same seed on both backends: identical coordinates, neighbours,
    counts, hidden flags; avatars categorical identical, continuous within 1e-9 relative;
@@ -47,8 +47,8 @@ sys.path.insert(0, str(ROOT))
 from _common import make_mixed_table, markdown_table  # noqa: E402
 
 import gpu_avatar as ga  # noqa: E402
-from gpu_avatar.backend.choice import CPU, resolve_backend  # noqa: E402
-from gpu_avatar.encoding.encoder import TableEncoder  # noqa: E402
+from gpu_avatar.backend import CPU, resolve_backend  # noqa: E402
+from gpu_avatar.encoding import TableEncoder  # noqa: E402
 from gpu_avatar.metrics.reductions import distance_ranks  # noqa: E402
 from gpu_avatar.neighbours.search import nearest_neighbours  # noqa: E402
 from gpu_avatar.projection.projection import Projection, projection_kind  # noqa: E402
@@ -178,7 +178,7 @@ def kernels(record: Record, n_rows: int) -> None:
 
 def gpu_tests(record: Record, timeout: int) -> None:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "tests/test_gpu.py", "tests/test_cuda_kernels.py"]  # fmt: skip
+               "tests/test_gpu.py", "tests/backend/test_cuda_kernels.py"]  # fmt: skip
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=ROOT, timeout=timeout, capture_output=True, text=True)
     summary = completed.stdout.strip().splitlines()[-1] if completed.stdout.strip() else ""

@@ -7,11 +7,19 @@ result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
 from .backend import Backend, resolve_backend
-from .errors import AvatarError, BackendUnavailableError
+from .errors import (
+    AvatarError,
+    AvatarTypeError,
+    BackendUnavailableError,
+    GpuAvatarError,
+    MissingExtraError,
+)
 from .metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
+from .parameters import AvatarParameters
 from .pipeline import AvatarizationResult, avatarize
 from .projection import FAMD, MCA, PCA
 from .relational import Database, DatabaseAvatarizationResult, avatarize_database
+from .report import write_report
 from .streaming import ParquetAvatarization, avatarize_parquet
 from .streaming import dask as distributed  # Dask itself is imported on first use
 
@@ -19,13 +27,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AvatarError",
+    "AvatarParameters",
+    "AvatarTypeError",
     "AvatarizationResult",
     "Backend",
     "BackendUnavailableError",
     "Database",
     "DatabaseAvatarizationResult",
     "FAMD",
+    "GpuAvatarError",
     "MCA",
+    "MissingExtraError",
     "PCA",
     "PrivacyMetrics",
     "SignalMetrics",
@@ -37,4 +49,5 @@ __all__ = [
     "privacy_metrics",
     "signal_metrics",
     "resolve_backend",
+    "write_report",
 ]

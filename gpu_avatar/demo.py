@@ -18,6 +18,7 @@ from .metrics.signal import SignalMetrics
 from .pipeline.avatarize import AvatarizationResult, avatarize
 from .progress import ProgressLike, Steps
 from .relational.linking import DatabaseAvatarizationResult, avatarize_database
+from .relational.scenarios import format_summary
 from .relational.schema import Database
 
 MAX_DISTINCT_FOR_CATEGORICAL = 10  # the paper's rule for AIDS
@@ -71,7 +72,7 @@ def database_summary(result: DatabaseAvatarizationResult, seconds: float, privac
     lines += [
         "",
         "## Privacy summary (worst scenario per cell)",
-        result.metrics_summary(privacy).to_string(),
+        format_summary(result.metrics_summary(privacy), result).to_string(),
         "",
     ]
     return "\n".join(lines)
@@ -92,14 +93,15 @@ def summary(
     continuous = [
         c
         for c in original.columns
-        if c not in result.parameters["types"] and pd.api.types.is_numeric_dtype(original[c])
+        if c not in result.parameters.types and pd.api.types.is_numeric_dtype(original[c])
     ]
     std_ratio = (avatars[continuous].std() / original[continuous].std()).round(2)
     lines = [
         f"# {name}: {len(original)} rows x {original.shape[1]} columns -> "
         f"{len(avatars)} avatars in {seconds:.2f} s",
         "parameters: "
-        + ", ".join(f"{key} {value}" for key, value in result.parameters.items() if key != "types")
+        + ", ".join(f"{key} {value}" for key, value in result.parameters.as_dict().items()
+                    if key != "types")
         + f", seed {result.seed}, projection {result.projection_kind.upper()}",
         "timings (s): " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()),
         "",
@@ -119,7 +121,7 @@ def summary(
 def run_demo(output: Path, progress: ProgressLike = None) -> str:
     """Write into ``output`` the avatar CSVs, ``summary.txt`` and ``report.html`` (the AIDS
     table and the hospital database); print and return the summary."""
-    from .report.html import database_part, require_matplotlib, result_part, write_html
+    from .report import database_part, require_matplotlib, result_part, write_html
 
     require_matplotlib()
     output.mkdir(parents=True, exist_ok=True)

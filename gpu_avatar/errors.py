@@ -1,19 +1,32 @@
 """Exceptions raised by gpu_avatar.
 
-Every error a user can provoke is an ``AvatarError`` (a ``ValueError``) whose message names
-the offending argument or column and says what to do about it.
+Every error gpu_avatar raises on purpose is a ``GpuAvatarError`` whose message names the
+offending argument, column or file and says what to do about it:
+
+- ``AvatarError`` (also a ``ValueError``): an invalid input or parameter value;
+- ``AvatarTypeError`` (an ``AvatarError``, also a ``TypeError``): an argument of the wrong type;
+- ``BackendUnavailableError`` (also a ``RuntimeError``): the requested backend cannot run here;
+- ``MissingExtraError`` (also an ``ImportError``): an optional dependency is not installed.
 """
 
 
-class AvatarError(ValueError):
+class GpuAvatarError(Exception):
+    """An error raised by gpu_avatar on purpose; the message says what to do."""
+
+
+class AvatarError(GpuAvatarError, ValueError):
     """Invalid input or parameter: the message names it and says how to fix it."""
 
 
-class BackendUnavailableError(AvatarError, RuntimeError):
+class AvatarTypeError(AvatarError, TypeError):
+    """An argument of the wrong type: the message names it and the type expected."""
+
+
+class BackendUnavailableError(GpuAvatarError, RuntimeError):
     """The requested compute backend cannot run on this machine."""
 
 
-class MissingExtraError(AvatarError, ImportError):
+class MissingExtraError(GpuAvatarError, ImportError):
     """An optional dependency is not installed: the message names the extra to install."""
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend.choice import Backend
+from .backend import Backend
 from .errors import AvatarError
 
 DISTANCE_EPSILON = 1e-12

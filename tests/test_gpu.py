@@ -17,7 +17,7 @@ import pytest
 from realdata import read_dataset
 
 import gpu_avatar as ga
-from gpu_avatar.backend.choice import CPU
+from gpu_avatar.backend import CPU
 from gpu_avatar.metrics import reductions
 from gpu_avatar.metrics.reductions import distance_ranks
 from gpu_avatar.neighbours import search as neighbours
@@ -122,7 +122,7 @@ def test_avatarize_same_seed_same_avatars(gpu, aids):
     df, types = aids
     cpu = ga.avatarize(df, k=20, ncp=5, seed=3, types=types, backend="cpu")
     on_gpu = ga.avatarize(df, k=20, ncp=5, seed=3, types=types, backend="gpu")
-    assert on_gpu.parameters["backend"] == "gpu"
+    assert on_gpu.parameters.backend == "gpu"
     unshuffled = on_gpu.sensitive_unshuffled_avatars
     assert_same_avatars(unshuffled, cpu.sensitive_unshuffled_avatars, types)
     assert_same_avatars(on_gpu.avatars, cpu.avatars, types)

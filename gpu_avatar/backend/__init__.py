@@ -1,7 +1,14 @@
 """The compute backend: numpy on the CPU or cupy on an NVIDIA GPU, chosen once per entry point
-(``choice.py``) and passed down; the compiled kernels both run (``cpu_kernels.py``, numba) and
-their CUDA kernels (``cuda_kernels.py``, numba-cuda; imported only for the GPU)."""
+and passed down with what it can run (``choice.py``); the device-memory check (``memory.py``);
+cuDF frames in and out (``frames.py``); the compiled kernels both backends run
+(``cpu_kernels.py``, numba) and their CUDA kernels (``cuda_kernels.py``, numba-cuda, imported
+only for the GPU)."""
 
-from .choice import CPU, Backend, resolve_backend
+from .choice import BACKEND_ENV_VAR, CPU, Backend, numba_available, numba_kernels, resolve_backend
+from .frames import is_cudf, like_input, to_pandas
+from .memory import ensure_fits
 
-__all__ = ["CPU", "Backend", "resolve_backend"]
+__all__ = [
+    "BACKEND_ENV_VAR", "CPU", "Backend", "ensure_fits", "is_cudf", "like_input",
+    "numba_available", "numba_kernels", "resolve_backend", "to_pandas",
+]  # fmt: skip

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import AvatarError, BackendUnavailableError
+from ..parameters import BACKENDS
 
 BACKEND_ENV_VAR = "GPU_AVATAR_BACKEND"
-_CHOICES = ("auto", "cpu", "gpu")
 
 
 @dataclass(frozen=True)
@@ -123,9 +123,9 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
     choice = backend if backend is not None else "auto"
     if choice == "auto":
         choice = os.environ.get(BACKEND_ENV_VAR, "auto") or "auto"
-    if choice not in _CHOICES:
+    if choice not in BACKENDS:
         raise AvatarError(
-            f"backend={choice!r} is not one of {_CHOICES} (check the argument and the "
+            f"backend={choice!r} is not one of {BACKENDS} (check the argument and the "
             f"{BACKEND_ENV_VAR} environment variable)"
         )
     if choice == "cpu":
@@ -139,51 +139,3 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
             )
         return CPU
     return Backend("gpu", cupy)
-
-
-def is_cudf(frame: Any) -> bool:
-    """Whether ``frame`` is a cuDF DataFrame (checked without importing cudf)."""
-    return type(frame).__module__.split(".")[0] == "cudf"
-
-
-def to_pandas(frame: Any) -> Any:
-    """A pandas view of ``frame``: cuDF DataFrames are copied to the host, others unchanged."""
-    return frame.to_pandas() if is_cudf(frame) else frame
-
-
-def like_input(frame: Any, original: Any) -> Any:
-    """``frame`` as a cuDF DataFrame when ``original`` was one, else unchanged."""
-    if not is_cudf(original):
-        return frame
-    import cudf
-
-    return cudf.from_pandas(frame)
-
-
-DEVICE_MEMORY_SHARE = 0.9  # of the free memory a run may plan to use
-WORK_BYTES = 512 << 20  # row chunks of the projection, synthesis blocks, kernel stacks
-
-
-def ensure_fits(backend: Backend, n_rows: int, bytes_per_row: int, what: str) -> None:
-    """Refuse, before any work, a step whose estimate (``bytes_per_row`` for each of
-    ``n_rows`` rows, plus ``WORK_BYTES``) exceeds the device's free memory, saying how many
-    rows per batch would fit."""
-    free = backend.free_memory_bytes()
-    needed = WORK_BYTES + n_rows * bytes_per_row
-    if free is None or needed <= DEVICE_MEMORY_SHARE * free:
-        return
-    usable = DEVICE_MEMORY_SHARE * free
-    if usable <= WORK_BYTES:
-        raise AvatarError(
-            f"{what} needs about {needed / 1e9:.2f} GB of GPU memory but {free / 1e9:.2f} GB "
-            f"are free (device and CuPy pool): not even the {WORK_BYTES / 1e9:.2f} GB of "
-            "working memory; free the device (other processes, CuPy's pool) or use "
-            "backend='cpu'"
-        )
-    fitting = int((usable - WORK_BYTES) // bytes_per_row)
-    raise AvatarError(
-        f"{what} needs about {needed / 1e9:.2f} GB of GPU memory, more than "
-        f"{DEVICE_MEMORY_SHARE:.0%} of the {free / 1e9:.2f} GB free (device and CuPy pool); "
-        f"about {fitting:,} rows fit at once: pass batch_size={fitting:,} or less, or use "
-        "backend='cpu'"
-    )

@@ -26,8 +26,18 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
-from ..encoding.encoder import IDENTIFIER, KINDS
-from ..errors import AvatarError, import_extra
+from ..encoding import IDENTIFIER, KINDS
+from ..errors import AvatarError, GpuAvatarError, import_extra
+from ..parameters import (
+    BACKENDS,
+    CATEGORICAL_RULES,
+    ENGINES,
+    IMPUTATIONS,
+    METRIC_ENGINES,
+    AvatarParameters,
+)
+
+DEFAULTS = AvatarParameters()
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -47,16 +57,32 @@ def one_line(message: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- options
+def _pairs(specs: Sequence[Sequence[str]] | None, option: str, value_name: str):
+    """``COLUMN=VALUE`` items of a repeatable option, as (column, value) pairs."""
+    for spec in (item for group in specs or [] for item in group):
+        column, sep, value = spec.rpartition("=")
+        if not sep or not column:
+            raise UsageError(f"{option} expects COLUMN={value_name}, got {spec!r}")
+        yield spec, column, value
+
+
 def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
     types: dict[str, str] = {}
-    for spec in (item for group in specs or [] for item in group):
-        column, sep, kind = spec.rpartition("=")
-        if not sep or not column:
-            raise UsageError(f"--types expects COLUMN=KIND, got {spec!r}")
+    for spec, column, kind in _pairs(specs, "--types", "KIND"):
         if kind not in KINDS:
             raise UsageError(f"--types {spec}: kind {kind!r} is not one of {', '.join(KINDS)}")
         types[column] = kind
     return types
+
+
+def _parse_weights(specs: Sequence[Sequence[str]] | None) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for spec, column, weight in _pairs(specs, "--column-weights", "WEIGHT"):
+        try:
+            weights[column] = float(weight)
+        except ValueError:
+            raise UsageError(f"--column-weights {spec}: {weight!r} is not a number") from None
+    return weights
 
 
 def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
@@ -73,11 +99,15 @@ def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
 
 
 def _privacy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The attacker's knowledge for the attribute-based metrics, and the reduction engine of
+    ``metrics`` and ``report``."""
     options = {
         "known_variables": args.known_variables,
         "target": args.target,
         "categorical_hidden_rate_variables": args.categorical_hidden_rate_variables,
     }
+    if args.command in ("metrics", "report"):
+        options["engine"] = args.engine
     return {key: value for key, value in options.items() if value is not None}
 
 
@@ -106,6 +136,47 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
                         help="variables for the categorical hidden rate")
 
 
+def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters | None) -> None:
+    """The avatarization parameters (``AvatarParameters``); ``defaults`` None: unset unless
+    given (a database run takes its YAML file's values, overridden by the options given)."""
+
+    def default(name: str) -> Any:
+        return None if defaults is None else getattr(defaults, name)
+
+    def shown(name: str) -> str:
+        return "" if defaults is None else f" (default {default(name)})"
+
+    parser.add_argument("--k", type=int, default=default("k"),
+                        help="neighbours per avatar" + shown("k"))
+    parser.add_argument("--ncp", type=int, default=default("ncp"),
+                        help="projection axes" + shown("ncp"))
+    parser.add_argument("--seed", type=int, help="seed for a reproducible run")
+    parser.add_argument("--backend", choices=BACKENDS, default=default("backend"))
+    parser.add_argument("--imputation", choices=IMPUTATIONS, default=default("imputation"),
+                        help="temporary filling of missing values" + shown("imputation"))
+    parser.add_argument("--categorical", choices=CATEGORICAL_RULES,
+                        default=default("categorical"),
+                        help="how avatar modalities are chosen" + shown("categorical"))
+    parser.add_argument("--engine", choices=ENGINES, default=default("engine"),
+                        help="the exact neighbour search" + shown("engine"))
+    parser.add_argument("--batch-size", type=int, metavar="ROWS",
+                        help="avatarize in batches of this many rows (large tables)")
+    if defaults is not None:
+        parser.add_argument("--column-weights", nargs="+", action="append",
+                            metavar="COLUMN=WEIGHT", help="weight of a column in the projection")
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The avatarization parameters given on the command line."""
+    names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "engine")
+    settings = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.batch_size is not None:
+        settings["batch_size"] = args.batch_size
+    if getattr(args, "column_weights", None):
+        settings["column_weights"] = _parse_weights(args.column_weights)
+    return settings
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Anonymise tables and databases with the Avatar "
                      "method; measure privacy and signal; write HTML reports.")
@@ -117,14 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     command = commands.add_parser("avatarize", help="avatarize one table (CSV or Parquet)")
     command.add_argument("input", help="the original table")
     command.add_argument("output", help="where to write the avatars (.csv or .parquet)")
-    command.add_argument("--k", type=int, default=20, help="neighbours per avatar (default 20)")
-    command.add_argument("--ncp", type=int, default=5, help="projection axes (default 5)")
-    command.add_argument("--seed", type=int, help="seed for a reproducible run")
-    command.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto")
-    command.add_argument("--imputation", choices=("median", "mean", "mode", "knn"),
-                         default="median", help="temporary filling of missing values")
-    command.add_argument("--categorical", choices=("draw", "argmax"), default="draw",
-                         help="how avatar modalities are chosen")
+    _add_parameters(command, DEFAULTS)
     command.add_argument("--report", metavar="HTML", help="also write an HTML report")
     command.add_argument("--unshuffled-output", metavar="FILE",
                          help="also write the unshuffled avatars (row i = avatar of row i; "
@@ -137,9 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     command = commands.add_parser("database", help="avatarize a database declared in YAML")
     command.add_argument("config", help="YAML file: tables, links, parameters")
     command.add_argument("output_dir", help="folder for the avatar tables and the report")
-    command.add_argument("--seed", type=int, help="overrides the YAML seed")
-    command.add_argument("--backend", choices=("auto", "cpu", "gpu"),
-                         help="overrides the YAML backend")
+    _add_parameters(command, None)
     command.add_argument("--format", choices=("csv", "parquet"), default="csv",
                          help="format of the avatar tables (default csv)")
     command.add_argument("--report", metavar="HTML",
@@ -158,7 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
                              help="the avatars, row i = avatar of original row i")
         command.add_argument("--ncp", type=int, default=5,
                              help="axes of the metric projection (default 5)")
-        command.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto")
+        command.add_argument("--backend", choices=BACKENDS, default=DEFAULTS.backend)
+        command.add_argument("--engine", choices=METRIC_ENGINES, default="auto",
+                             help="the exact distance-rank reduction (default auto)")
         if name == "metrics":
             command.add_argument("--output", metavar="FILE",
                                  help="also write the metrics (.csv or .json)")
@@ -214,7 +278,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     if args.unshuffled_output:
         _check_output_path(args.unshuffled_output, args.input, args.output)
     if args.report:
-        from ..report.html import require_matplotlib
+        from ..report import require_matplotlib, write_report
 
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
@@ -222,25 +286,22 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         df = read_table(args.input, sep=args.sep)
     types = column_types(df, args)
     start = time.perf_counter()
-    result = ga.avatarize(
-        df, k=args.k, ncp=args.ncp, seed=args.seed, types=types, backend=args.backend,
-        imputation=args.imputation, categorical=args.categorical, progress=progress,
-    )
+    result = ga.avatarize(df, types=types, progress=progress, **_settings(args))
     seconds = time.perf_counter() - start
     with steps.step("write"):
         write_table(result.avatars, output)
         if args.unshuffled_output:
             write_table(result.sensitive_unshuffled_avatars, args.unshuffled_output)
     _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in {seconds:.2f} s "
-         f"(k {result.parameters['k']}, ncp {result.parameters['ncp']}, seed {result.seed})")
+         f"(k {result.parameters.k}, ncp {result.parameters.ncp}, seed {result.seed})")
     if args.unshuffled_output:
         _say(f"wrote the unshuffled avatars to {args.unshuffled_output} (sensitive: do not "
              "release)")
     if args.report:
         with steps.step("privacy metrics"):
             privacy = result.privacy_metrics(**_privacy_options(args))
-        result.report(args.report, name=Path(args.input).name, privacy=privacy,
-                      progress=progress)
+        write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
+                     progress=progress)
         _say(_privacy_line(privacy))
         _say(f"wrote the report to {args.report}")
     steps.close()
@@ -280,7 +341,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
         privacy = ga.privacy_metrics(original, avatars, ncp=args.ncp, types=types,
                                      backend=args.backend, **_privacy_options(args))
     with steps.step("signal metrics"):
-        signal = ga.signal_metrics(original, avatars, types=types)
+        signal = ga.signal_metrics(original, avatars, types=types, backend=args.backend)
     frame = pd.concat({"privacy": privacy.to_frame(), "signal": signal.to_frame()},
                       names=["kind", "metric"])
     with pd.option_context("display.max_rows", None, "display.width", 120):
@@ -301,7 +362,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
-    from ..report.html import require_matplotlib, table_part, write_html
+    from ..report import require_matplotlib, table_part, write_html
 
     require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
@@ -328,33 +389,32 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     output = Path(args.output_dir)
     report = None if args.no_report else Path(args.report or output / "report.html")
     if report is not None:
-        from ..report.html import require_matplotlib
+        from ..report import require_matplotlib, write_report
 
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
         config = load_database_config(args.config)
-    options = dict(config.options)
-    if args.seed is not None:
-        options["seed"] = args.seed
-    if args.backend is not None:
-        options["backend"] = args.backend
     start = time.perf_counter()
-    result = ga.avatarize_database(config.database, progress=progress, **options)
+    result = ga.avatarize_database(
+        config.database, parameters=config.parameters.replace(**_settings(args)),
+        overrides=config.overrides, assignment_block_size=config.assignment_block_size,
+        progress=progress,
+    )
     seconds = time.perf_counter() - start
     with steps.step("write"):
         for name, table in result.tables.items():
             write_table(table, output / f"{name}.{args.format}")
     _say(f"wrote {len(result.tables)} avatar tables to {output}/ in {seconds:.2f} s "
-         f"(seed {result.parameters['seed']})")
+         f"(seed {result.parameters.seed})")
     with steps.step("privacy scenarios"):
         privacy = result.privacy_metrics()
     text = database_summary(result, seconds, privacy=privacy)
     (output / "summary.txt").write_text(text)
     _say(text)
     if report is not None:
-        result.report(report, privacy=privacy, seconds=seconds, progress=progress,
-                      name=Path(args.config).stem)
+        write_report(result, report, privacy=privacy, seconds=seconds, progress=progress,
+                     name=Path(args.config).stem)
         _say(f"wrote the report to {report}")
     steps.close()
     return 0
@@ -413,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def describe(error: BaseException) -> str:
     """One line for the user: the message of an expected error, the type of another."""
-    if isinstance(error, (AvatarError, UsageError)):
+    if isinstance(error, (GpuAvatarError, UsageError)):
         return one_line(error)
     if isinstance(error, OSError) and error.strerror:
         where = f": {error.filename}" if error.filename else ""

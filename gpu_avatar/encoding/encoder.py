@@ -1,15 +1,19 @@
-"""Encoding: a pandas table <-> numeric arrays, and back with the original types.
+"""The encoder: a pandas table <-> numeric arrays, and back with the original types.
 
-``TableEncoder.fit`` decides the kind of every column (continuous, categorical, identifier),
-records what is needed to restore it (dtype, modalities, timezone, how a missing value looks)
-and the temporary imputation values. ``transform`` gives an ``EncodedTable``:
+``TableEncoder.partial_fit(chunk)`` learns, chunk by chunk, what decides the encoding of every
+column: its kind (``kinds.py``), dtype, datetime or timedelta unit and timezone, whether it holds
+a missing value, how a missing value looks, and for a categorical column its modalities with
+their counts (so the mode, which fills its missing cells). ``fit(df)`` is the one-chunk case
+plus the imputation values of the continuous columns (median or mean of the observed values, or
+a k-nearest-neighbours imputer), which ``transform`` needs. ``transform`` gives an
+``EncodedTable``:
 
 - ``continuous``: float64 (n, n_continuous), missing cells filled by the imputation value;
-  datetimes as seconds since the epoch (UTC);
-- ``categorical``: int64 codes (n, n_categorical) over the modalities seen at fit time, missing
-  cells filled by the mode, followed by one binary "is missing" indicator (0 present, 1 missing)
-  for every column that had a missing value at fit time. Codes of modalities unseen at fit
-  time are -1 (they project to zero).
+  datetimes as seconds since the epoch (UTC), timedeltas as seconds;
+- ``categorical``: int64 codes (n, n_categorical) over the modalities learnt (category order,
+  else sorted), missing cells filled by the mode (ties: the first modality), followed by one
+  binary "is missing" indicator (0 present, 1 missing) for every column that had a missing
+  value. Codes of modalities never seen are -1 (they project to zero).
 
 ``decode`` maps such arrays back to a DataFrame with the input's columns and dtypes, putting a
 missing value wherever the indicator says "missing".
@@ -25,29 +29,39 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError
+from ..parameters import IMPUTATIONS, check_choice, check_types
+from .identifiers import IdentifierValues
+from .kinds import (
+    CATEGORICAL,
+    CONTINUOUS,
+    IDENTIFIER,
+    check_structure,
+    detect_kind,
+    is_datetime,
+    validate_table,
+)
 
-CONTINUOUS = "continuous"
-CATEGORICAL = "categorical"
-IDENTIFIER = "identifier"
-KINDS = (CONTINUOUS, CATEGORICAL, IDENTIFIER)
-IMPUTATIONS = ("median", "mean", "mode", "knn")
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 
 @dataclass
 class ColumnSpec:
-    """What the encoder learned about one input column."""
+    """What the encoder learnt about one input column (merged over the chunks seen)."""
 
     name: Any
     kind: str
     dtype: Any
-    datetime_unit: str | None = None  # set for datetime columns (continuous)
+    time_unit: str | None = None  # datetime and timedelta columns (continuous)
     tz: Any = None
     is_integer: bool = False  # continuous values are rounded back to integers
-    modalities: pd.Index | None = None  # categorical: modalities seen at fit time
-    fill_value: Any = None  # temporary imputation (float, or a modality code)
+    rows: int = 0
+    missing: int = 0
+    missing_value: Any = np.nan  # how a missing cell is written back (object columns)
+    counts: dict = field(default_factory=dict)  # categorical: modality -> rows
+    identifiers: IdentifierValues | None = None  # identifier columns
+    modalities: pd.Index | None = None  # categorical: derived from ``counts``
+    fill_value: Any = None  # continuous: imputation value (fit); categorical: the mode's code
     has_missing: bool = False  # an indicator variable is added
-    missing_value: Any = np.nan  # how a missing cell is written back
 
 
 @dataclass
@@ -63,51 +77,6 @@ class EncodedTable:
         return self.continuous.shape[0]
 
 
-def _is_datetime(dtype: Any) -> bool:
-    return isinstance(dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(dtype)
-
-
-def _detect_kind(series: pd.Series) -> str:
-    dtype = series.dtype
-    if pd.api.types.is_bool_dtype(dtype):
-        return CATEGORICAL
-    if isinstance(dtype, pd.CategoricalDtype):
-        return CATEGORICAL
-    if _is_datetime(dtype):
-        return CONTINUOUS
-    if pd.api.types.is_complex_dtype(dtype):
-        raise AvatarError(
-            f"column {series.name!r} has complex dtype {dtype}, which is not supported: split it "
-            "into real and imaginary columns"
-        )
-    if pd.api.types.is_numeric_dtype(dtype):
-        return CONTINUOUS
-    if pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype):
-        inferred = pd.api.types.infer_dtype(series, skipna=True)
-        if inferred.startswith("mixed") or inferred in ("complex", "bytes", "decimal", "period"):
-            raise AvatarError(
-                f"column {series.name!r} holds values of mixed or unsupported types "
-                f"({inferred}); convert it to one type (e.g. df[{series.name!r}].astype(str))"
-            )
-        return CATEGORICAL
-    raise AvatarError(
-        f"column {series.name!r} has unsupported dtype {dtype}; supported: numbers, bool, "
-        "text, category and datetime"
-    )
-
-
-def _mode_code(codes: np.ndarray, n_modalities: int) -> int:
-    counts = np.bincount(codes[codes >= 0], minlength=n_modalities)
-    return int(np.argmax(counts))  # ties: first modality
-
-
-def _first_missing_value(series: pd.Series) -> Any:
-    if series.dtype != object:
-        return np.nan
-    missing = series[series.isna()]
-    return missing.iloc[0] if len(missing) else np.nan
-
-
 class TableEncoder:
     """Learns how to turn a DataFrame into continuous values and categorical codes.
 
@@ -121,16 +90,21 @@ class TableEncoder:
         imputation: str = "median",
         missing_indicators: bool = True,
     ) -> None:
-        if imputation not in IMPUTATIONS:
-            raise AvatarError(f"imputation={imputation!r} is not one of {IMPUTATIONS}")
-        for column, kind in (types or {}).items():
-            if kind not in KINDS:
-                raise AvatarError(f"types[{column!r}]={kind!r} is not one of {KINDS}")
-        self.types = dict(types or {})
-        self.imputation = imputation
+        self.types = check_types(types)
+        self.imputation = check_choice("imputation", imputation, IMPUTATIONS)
         self.missing_indicators = missing_indicators
+        self.specs_: dict[Any, ColumnSpec] = {}
+        self.columns_: list[Any] = []
+        self._fills = False
 
     # ------------------------------------------------------------------ fit
+    def partial_fit(self, chunk: pd.DataFrame) -> TableEncoder:
+        """Merge what ``chunk`` shows of every column (kinds, modalities and counts, missing
+        values) into what was learnt from the chunks before; the imputation values of
+        continuous columns need ``fit``."""
+        self._merge(chunk)
+        return self
+
     def fit(self, df: pd.DataFrame) -> TableEncoder:
         self._fit(df)
         return self
@@ -140,76 +114,104 @@ class TableEncoder:
         return self._encode(df, self._fit(df))
 
     def _fit(self, df: pd.DataFrame) -> dict[Any, np.ndarray]:
-        """Fit; returns the categorical columns' codes (-1 where missing)."""
+        """Learn everything from ``df`` alone; returns its categorical columns' codes."""
         validate_table(df)
-        unknown = [c for c in self.types if c not in df.columns]
+        self.specs_, self.columns_ = {}, []
+        codes = self._merge(df)
+        self._fit_fills(df)
+        return codes
+
+    def _merge(self, chunk: pd.DataFrame) -> dict[Any, np.ndarray]:
+        """Merge ``chunk`` into the specs; returns its categorical columns' codes against the
+        modalities known after the merge, when they are those of the chunk alone (the first
+        chunk: ``fit``), else an empty dict."""
+        check_structure(chunk)
+        unknown = [c for c in self.types if c not in chunk.columns]
         if unknown:
             raise AvatarError(
-                f"types names unknown column(s) {unknown}; available: {list(df.columns)}"
+                f"types names unknown column(s) {unknown}; available: {list(chunk.columns)}"
             )
-        self.columns_ = list(df.columns)
-        self.specs_: dict[Any, ColumnSpec] = {}
-        codes = {}
-        for name in df.columns:
-            series = df[name]
-            kind = self.types.get(name) or _detect_kind(series)
-            if kind == CONTINUOUS and _detect_kind(series) != CONTINUOUS:
-                raise AvatarError(
-                    f"column {name!r} (dtype {series.dtype}) cannot be continuous; declare it "
-                    "'categorical' or convert it to numbers first"
-                )
-            spec = ColumnSpec(name=name, kind=kind, dtype=series.dtype)
-            missing = series.isna().to_numpy()
-            spec.has_missing = (
-                bool(missing.any()) and kind != IDENTIFIER and self.missing_indicators
-            )
-            spec.missing_value = _first_missing_value(series)
-            if kind == CONTINUOUS:
-                self._fit_continuous(spec, series, missing)
-            elif kind == CATEGORICAL:
-                codes[name] = self._fit_categorical(spec, series)
-            self.specs_[name] = spec
-        if self.imputation == "knn" and self.continuous_columns_:
-            self._fit_knn_imputer(df)
-        return codes
-
-    def _fit_continuous(self, spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> None:
-        if _is_datetime(spec.dtype):
-            spec.datetime_unit = series.dt.unit
-            spec.tz = getattr(spec.dtype, "tz", None)
-        else:
-            spec.is_integer = pd.api.types.is_integer_dtype(spec.dtype)
-        values = self.continuous_values(spec, series)
-        observed = values[~missing]
-        if not np.isfinite(observed).all():
+        first = not self.columns_
+        if first:
+            self.columns_ = list(chunk.columns)
+        elif list(chunk.columns) != self.columns_:
             raise AvatarError(
-                f"column {spec.name!r} holds infinite values; replace them (by NaN to treat "
-                "them as missing, or by a finite value) before avatarizing"
+                f"this chunk's columns {list(chunk.columns)} differ from the first chunk's "
+                f"{self.columns_}"
             )
-        spec.fill_value = float(
-            np.mean(observed) if self.imputation == "mean" else np.median(observed)
-        )
-
-    def _fit_categorical(self, spec: ColumnSpec, series: pd.Series) -> np.ndarray:
-        if isinstance(spec.dtype, pd.CategoricalDtype):
-            used = np.unique(series.cat.codes.to_numpy())
-            spec.modalities = spec.dtype.categories[used[used >= 0]]
-            codes = self.categorical_codes(spec, series)
-        else:  # sorted factorization: codes into the modalities, -1 where missing
-            codes, spec.modalities = pd.factorize(series, sort=True)
-            codes = codes.astype(np.int64)
-        spec.fill_value = _mode_code(codes, len(spec.modalities))
+        codes = {}
+        for name in chunk.columns:
+            series = chunk[name]
+            spec = self.specs_.get(name) or self._new_spec(series)
+            if series.dtype != spec.dtype:
+                raise AvatarError(
+                    f"column {name!r} is {series.dtype} in this chunk but {spec.dtype} before; "
+                    "give every chunk the same dtypes"
+                )
+            missing = series.isna().to_numpy()
+            spec.rows += len(series)
+            if missing.any() and not spec.missing:
+                spec.missing_value = _first_missing_value(series)
+            spec.missing += int(missing.sum())
+            if spec.kind == CATEGORICAL:
+                chunk_codes = _add_counts(spec, series)
+                if first:
+                    codes[name] = chunk_codes
+            elif spec.kind == IDENTIFIER:
+                spec.identifiers.add(series)
+            self.specs_[name] = spec
+        for spec in self.specs_.values():
+            _derive(spec, self.missing_indicators)
         return codes
 
-    def _fit_knn_imputer(self, df: pd.DataFrame) -> None:
-        from sklearn.impute import KNNImputer
+    def _new_spec(self, series: pd.Series) -> ColumnSpec:
+        name, dtype = series.name, series.dtype
+        kind = self.types.get(name) or detect_kind(series)
+        if kind == CONTINUOUS and detect_kind(series) != CONTINUOUS:
+            raise AvatarError(
+                f"column {name!r} (dtype {dtype}) cannot be continuous; declare it "
+                "'categorical' or convert it to numbers first"
+            )
+        spec = ColumnSpec(name=name, kind=kind, dtype=dtype)
+        if kind == CONTINUOUS:
+            if is_datetime(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
+                spec.time_unit = series.dt.unit
+                spec.tz = getattr(dtype, "tz", None)
+            else:
+                spec.is_integer = pd.api.types.is_integer_dtype(dtype)
+        elif kind == IDENTIFIER:
+            spec.identifiers = IdentifierValues(name)
+        return spec
 
-        raw = np.column_stack(
-            [self.continuous_values(self.specs_[c], df[c]) for c in self.continuous_columns_]
-        )
-        self._knn_scale = (np.nanmean(raw, axis=0), np.nanstd(raw, axis=0) + 1e-300)
-        mean, std = self._knn_scale
-        self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - mean) / std)
+    def _fit_fills(self, df: pd.DataFrame) -> None:
+        """The imputation values of the continuous columns, from ``df``."""
+        for name in self.continuous_columns_:
+            spec = self.specs_[name]
+            values = self.continuous_values(spec, df[name])
+            observed = values[~np.isnan(values)]
+            if not np.isfinite(observed).all():
+                raise AvatarError(
+                    f"column {name!r} holds infinite values; replace them (by NaN to treat "
+                    "them as missing, or by a finite value) before avatarizing"
+                )
+            spec.fill_value = float(
+                np.mean(observed) if self.imputation == "mean" else np.median(observed)
+            )
+        if self.imputation == "knn" and self.continuous_columns_:
+            from sklearn.impute import KNNImputer
+
+            raw = np.column_stack(
+                [self.continuous_values(self.specs_[c], df[c]) for c in self.continuous_columns_]
+            )
+            self._knn_scale = (np.nanmean(raw, axis=0), np.nanstd(raw, axis=0) + 1e-300)
+            mean, std = self._knn_scale
+            self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - mean) / std)
+        self._fills = True
+
+    def empty_columns(self) -> list[Any]:
+        """Columns without a single non-missing value among the rows learnt (a table
+        holding one cannot be projected: ``validate_table`` refuses it)."""
+        return [c for c in self.columns_ if self.specs_[c].missing == self.specs_[c].rows]
 
     # --------------------------------------------------------- properties
     def _names(self, kind: str) -> list[Any]:
@@ -246,10 +248,10 @@ class TableEncoder:
     # --------------------------------------------------------- transform
     @staticmethod
     def continuous_values(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
-        if spec.datetime_unit is not None:
+        if spec.time_unit is not None:
             ticks = series.array.asi8.astype(np.float64)
             ticks[series.isna().to_numpy()] = np.nan
-            return ticks * (_NANOS_PER_UNIT[spec.datetime_unit] / 1e9)
+            return ticks * (_NANOS_PER_UNIT[spec.time_unit] / 1e9)
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
     @staticmethod
@@ -263,14 +265,45 @@ class TableEncoder:
         return codes.astype(np.int64)
 
     def transform(self, df: pd.DataFrame) -> EncodedTable:
-        """Encode ``df`` (same columns as at fit time) with the fitted modalities and fills."""
+        """Encode ``df`` (same columns as learnt) with the fitted modalities and fills."""
         return self._encode(df, {})
 
-    def _encode(self, df: pd.DataFrame, known_codes: Mapping[Any, np.ndarray]) -> EncodedTable:
-        """``transform``, taking a categorical column's codes from ``known_codes`` if there."""
+    def encode_codes(self, df: pd.DataFrame) -> np.ndarray:
+        """The categorical block of ``transform`` alone (codes, then missing indicators): it
+        needs only what ``partial_fit`` learns."""
+        self._check_columns(df)
+        return self._codes(df, {})
+
+    def _check_columns(self, df: pd.DataFrame) -> None:
+        if not self.columns_:
+            raise AvatarError("the encoder is not fitted: call fit (or partial_fit) first")
         missing_cols = [c for c in self.columns_ if c not in df.columns]
         if missing_cols:
             raise AvatarError(f"the table lacks the fitted column(s) {missing_cols}")
+
+    def _codes(self, df: pd.DataFrame, known_codes: Mapping[Any, np.ndarray]) -> np.ndarray:
+        categorical_columns = self.categorical_columns_
+        indicators = self.indicator_columns_
+        codes = np.empty((len(df), len(categorical_columns) + len(indicators)), dtype=np.int64)
+        for j, name in enumerate(categorical_columns):
+            series = df[name]
+            column = known_codes.get(name)
+            if column is None:
+                column = self.categorical_codes(self.specs_[name], series)
+            column[series.isna().to_numpy()] = self.specs_[name].fill_value
+            codes[:, j] = column
+        for j, name in enumerate(indicators, start=len(categorical_columns)):
+            codes[:, j] = df[name].isna().to_numpy()
+        return codes
+
+    def _encode(self, df: pd.DataFrame, known_codes: Mapping[Any, np.ndarray]) -> EncodedTable:
+        """``transform``, taking a categorical column's codes from ``known_codes`` if there."""
+        self._check_columns(df)
+        if self.continuous_columns_ and not self._fills:
+            raise AvatarError(
+                "the encoder learnt its columns chunk by chunk (partial_fit) but not the "
+                "imputation values of its continuous columns: fit it on a table first"
+            )
         n = len(df)
         continuous = np.empty((n, len(self.continuous_columns_)), dtype=np.float64)
         for j, name in enumerate(self.continuous_columns_):
@@ -283,20 +316,7 @@ class TableEncoder:
             else:
                 fills = np.array([self.specs_[c].fill_value for c in self.continuous_columns_])
                 continuous = np.where(continuous_missing, fills, continuous)
-
-        categorical_columns = self.categorical_columns_
-        indicators = self.indicator_columns_
-        codes = np.empty((n, len(categorical_columns) + len(indicators)), dtype=np.int64)
-        for j, name in enumerate(categorical_columns):
-            series = df[name]
-            column = known_codes.get(name)
-            if column is None:
-                column = self.categorical_codes(self.specs_[name], series)
-            column[series.isna().to_numpy()] = self.specs_[name].fill_value
-            codes[:, j] = column
-        for j, name in enumerate(indicators, start=len(categorical_columns)):
-            codes[:, j] = df[name].isna().to_numpy()
-        return EncodedTable(continuous, codes, self.n_modalities_)
+        return EncodedTable(continuous, self._codes(df, known_codes), self.n_modalities_)
 
     # ------------------------------------------------------------ decode
     def decode(
@@ -308,9 +328,9 @@ class TableEncoder:
     ) -> pd.DataFrame:
         """Rebuild a DataFrame with the input's columns and dtypes from encoded arrays.
 
-        Integer columns are rounded half to even (``numpy.rint``); datetimes are rounded to
-        their unit and put back in their timezone. ``identifiers`` gives the values of the
-        identifier columns (see ``fresh_identifiers``).
+        Integer columns are rounded half to even (``numpy.rint``); datetimes and timedeltas
+        are rounded to their unit, datetimes put back in their timezone. ``identifiers`` gives
+        the values of the identifier columns (see ``identifiers.py``).
         """
         n = continuous.shape[0]
         n_categorical = len(self.categorical_columns_)
@@ -336,13 +356,58 @@ class TableEncoder:
         return pd.DataFrame(out, columns=self.columns_)
 
 
+# ------------------------------------------------------------------ column statistics
+def _add_counts(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
+    """Add the chunk's modality counts to ``spec``; returns the chunk's codes against the
+    modalities of the chunk alone (final when it is the only chunk)."""
+    if isinstance(spec.dtype, pd.CategoricalDtype):
+        raw = series.cat.codes.to_numpy()
+        counts = np.bincount(raw[raw >= 0], minlength=len(spec.dtype.categories))
+        used = np.flatnonzero(counts)
+        for code in used:
+            category = spec.dtype.categories[code]
+            spec.counts[category] = spec.counts.get(category, 0) + int(counts[code])
+        mapping = np.full(len(spec.dtype.categories), -1, dtype=np.int64)
+        mapping[used] = np.arange(used.size)
+        return np.where(raw >= 0, mapping[np.maximum(raw, 0)], -1).astype(np.int64)
+    codes, uniques = pd.factorize(series, sort=True)  # -1 where missing
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    for value, count in zip(uniques, counts, strict=True):
+        spec.counts[value] = spec.counts.get(value, 0) + int(count)
+    return codes.astype(np.int64)
+
+
+def _derive(spec: ColumnSpec, missing_indicators: bool) -> None:
+    """The modalities, the mode's code and the indicator flag from the merged counts."""
+    spec.has_missing = bool(spec.missing) and spec.kind != IDENTIFIER and missing_indicators
+    if spec.kind != CATEGORICAL:
+        return
+    if isinstance(spec.dtype, pd.CategoricalDtype):
+        used = [c for c in spec.dtype.categories if c in spec.counts]
+        spec.modalities = pd.Index(used, dtype=spec.dtype.categories.dtype)
+    else:
+        values = pd.Series(list(spec.counts), dtype=spec.dtype)
+        spec.modalities = pd.Index(pd.unique(values.sort_values()))
+    counts = np.array([spec.counts[m] for m in spec.modalities])
+    spec.fill_value = int(np.argmax(counts)) if counts.size else 0  # ties: the first modality
+
+
+def _first_missing_value(series: pd.Series) -> Any:
+    if series.dtype != object:
+        return np.nan
+    missing = series[series.isna()]
+    return missing.iloc[0] if len(missing) else np.nan
+
+
+# ------------------------------------------------------------------------ decoding
 def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
-    if spec.datetime_unit is not None:
-        ticks = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.datetime_unit]))
+    if spec.time_unit is not None:
+        ticks = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.time_unit]))
         ints = ticks.astype(np.int64)
         if mask is not None:
             ints[mask] = np.iinfo(np.int64).min  # NaT
-        series = pd.Series(ints.view(f"M8[{spec.datetime_unit}]"))
+        kind = "m" if pd.api.types.is_timedelta64_dtype(spec.dtype) else "M"
+        series = pd.Series(ints.view(f"{kind}8[{spec.time_unit}]"))
         if spec.tz is not None:
             series = series.dt.tz_localize("UTC").dt.tz_convert(spec.tz)
         return series.astype(spec.dtype)
@@ -367,45 +432,3 @@ def _decode_categorical(spec: ColumnSpec, codes: np.ndarray, mask: np.ndarray | 
     values = spec.modalities.to_numpy()[codes].astype(object)
     values[mask] = spec.missing_value  # in numpy: pandas would turn a None into NaN
     return pd.Series(values, dtype=object).astype(spec.dtype)
-
-
-def fresh_identifiers(original: pd.Series, n: int) -> np.ndarray:
-    """``n`` unique identifiers of the column's type, none equal to an original value.
-
-    Integers: the smallest non-negative integers absent from the column; text: ``avatar_<i>``
-    (with a suffix if that ever collides). They carry no information about the individuals.
-    """
-    taken = set(original.dropna().tolist())
-    if pd.api.types.is_numeric_dtype(original.dtype) and not pd.api.types.is_bool_dtype(
-        original.dtype
-    ):
-        candidates = np.arange(n + len(taken))
-        values = candidates[~np.isin(candidates, np.array(list(taken), dtype=np.float64))][:n]
-        return values
-    if pd.api.types.is_string_dtype(original.dtype) or original.dtype == object:
-        prefix = "avatar_"
-        while any(isinstance(v, str) and v.startswith(prefix) for v in taken):
-            prefix = "avatar" + prefix
-        return np.array([f"{prefix}{i}" for i in range(n)], dtype=object)
-    raise AvatarError(
-        f"identifier column {original.name!r} has dtype {original.dtype}; identifiers must be "
-        "integers or text"
-    )
-
-
-def validate_table(df: Any) -> None:
-    """Reject what no projection can handle, naming the column and the fix."""
-    if not isinstance(df, pd.DataFrame):
-        raise AvatarError(f"expected a pandas DataFrame, got {type(df).__name__}")
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise AvatarError(
-            f"the table is empty (shape {df.shape}); give at least 3 rows and 1 column"
-        )
-    duplicated = df.columns[df.columns.duplicated()].unique().tolist()
-    if duplicated:
-        raise AvatarError(f"duplicate column name(s) {duplicated}; rename them to be unique")
-    all_missing = df.columns[df.isna().all().to_numpy()].tolist()
-    if all_missing:
-        raise AvatarError(
-            f"column(s) {all_missing} have no non-missing value; drop them before avatarizing"
-        )

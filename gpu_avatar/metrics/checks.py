@@ -1,56 +1,35 @@
-"""Pieces shared by the privacy and signal metrics: input checks and the result frame."""
+"""Checks shared by the privacy and signal metrics: the avatars must be the original table's
+columns, with compatible dtypes (text held as object, str, string or category counts as one),
+and variable arguments must name columns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..encoding.encoder import validate_table
-from ..errors import AvatarError
+from ..encoding import validate_table
+from ..encoding.kinds import is_text
+from ..errors import AvatarError, AvatarTypeError
 
 
-@dataclass(frozen=True)
-class Target:
-    """A metric's target: ``value > threshold`` (or ``<``); ``None`` threshold: report only."""
-
-    comparison: str | None = None
-    threshold: float | None = None
-
-    def text(self) -> str:
-        return "report" if self.comparison is None else f"{self.comparison} {self.threshold:g}"
-
-    def passed(self, value: Any) -> bool | None:
-        if self.comparison is None or value is None or not np.isfinite(value):
-            return None
-        return bool(value > self.threshold if self.comparison == ">" else value < self.threshold)
-
-
-def metrics_frame(values: dict[str, Any], targets: dict[str, Target]) -> pd.DataFrame:
-    """One row per metric: value, target, passed (None where the metric has no target)."""
-    rows = []
-    for name, target in targets.items():
-        value = values.get(name)
-        rows.append(
-            {
-                "metric": name,
-                "value": np.nan if value is None else float(value),
-                "target": target.text(),
-                "passed": target.passed(value),
-            }
-        )
-    return pd.DataFrame(rows).set_index("metric")
+def _compatible(original: pd.Series, other: pd.Series) -> bool:
+    if original.dtype == other.dtype:
+        return True
+    return is_text(original.dtype) and is_text(other.dtype)
 
 
 def check_same_table(
     original: pd.DataFrame, other: pd.DataFrame, other_name: str, same_rows: bool
 ) -> pd.DataFrame:
-    """``other`` with ``original``'s column order, after checking columns, dtypes and rows."""
+    """``other`` with ``original``'s column order, after checking columns, dtypes and rows.
+    Text columns held differently (object against str, say) are cast to the original's
+    dtype, so that both compare value by value."""
     validate_table(original)
     if not isinstance(other, pd.DataFrame):
-        raise AvatarError(f"{other_name} must be a pandas DataFrame, got {type(other).__name__}")
+        raise AvatarTypeError(
+            f"{other_name} must be a pandas DataFrame, got {type(other).__name__}"
+        )
     missing = [c for c in original.columns if c not in other.columns]
     extra = [c for c in other.columns if c not in original.columns]
     if missing or extra:
@@ -61,19 +40,30 @@ def check_same_table(
     differing = {
         c: (str(original[c].dtype), str(other[c].dtype))
         for c in original.columns
-        if original[c].dtype != other[c].dtype
+        if not _compatible(original[c], other[c])
     }
     if differing:
         raise AvatarError(
             f"{other_name} dtypes differ from the original's (original, {other_name}): "
             f"{differing}; cast them to the original dtypes"
         )
+    recast = [c for c in original.columns if original[c].dtype != other[c].dtype]
+    if recast:
+        other = other.astype({c: _text_dtype(original[c]) for c in recast})
     if same_rows and len(other) != len(original):
         raise AvatarError(
             f"{other_name} has {len(other)} rows but the original has {len(original)}: "
             "privacy metrics need the unshuffled avatars, row i = avatar of original row i"
         )
     return other
+
+
+def _text_dtype(original: pd.Series) -> Any:
+    """The dtype avatars' text is cast to: the original's, or its categories' (avatar
+    modalities absent from the original's categories must not become missing)."""
+    if isinstance(original.dtype, pd.CategoricalDtype):
+        return original.dtype.categories.dtype
+    return original.dtype
 
 
 def check_variables(original: pd.DataFrame, variables: Any, argument: str) -> list[Any] | None:

@@ -41,27 +41,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend.choice import Backend, ensure_fits, resolve_backend, to_pandas
-from ..encoding.encoder import CATEGORICAL, IDENTIFIER, TableEncoder
+from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
+from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError
 from ..neighbours.search import nearest_neighbours
+from ..parameters import IMPUTATIONS, METRIC_ENGINES, check_choice, check_ncp, check_types
 from ..projection.projection import Projection, projection_kind
-from .checks import Target, check_same_table, check_variables, metrics_frame
+from .checks import check_same_table, check_variables
 from .reductions import DistanceRanks, distance_ranks
+from .targets import PRIVACY_TARGETS, metrics_frame
 
-PRIVACY_TARGETS = {
-    "hidden_rate": Target(">", 90),
-    "local_cloaking": Target(">", 5),
-    "distance_to_closest": Target(">", 0.2),
-    "closest_distances_ratio": Target(">", 0.3),
-    "closest_rate": Target(">", 90),
-    "row_direct_match_protection": Target(">", 90),
-    "column_direct_match_protection": Target(">", 50),
-    "categorical_hidden_rate": Target(">", 90),
-    "correlation_protection_rate": Target(">", 90),
-    "inference_continuous": Target(),
-    "inference_categorical": Target(),
-}
 NUMERIC_MATCH_TOLERANCE = 0.05  # of the column's original mean, for correlation protection
 
 
@@ -235,6 +224,7 @@ def _inference(
 def privacy_metrics(
     original: pd.DataFrame,
     unshuffled_avatars: pd.DataFrame,
+    *,
     ncp: int = 5,
     known_variables: Any = None,
     target: Any = None,
@@ -250,8 +240,9 @@ def privacy_metrics(
     """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
 
     ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
-    values for the metric projection only; ``engine`` picks the reduction ("brute", "kdtree"
-    or "numba"; "auto" by size, backend and whether numba is installed), or
+    values for the metric projection only (the mean by default, as for the published reference
+    values); ``engine`` picks the reduction ("brute", "kdtree" or "numba"; "auto" by size,
+    backend and whether numba is installed), or
     ``reduction(originals, avatars, backend)`` replaces it (``gpu_avatar.distributed`` runs it
     as Dask tasks). See the module docstring for every definition.
     """
@@ -259,6 +250,10 @@ def privacy_metrics(
     avatars = check_same_table(
         original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
     )
+    ncp = check_ncp(ncp)
+    check_choice("engine", engine, METRIC_ENGINES)
+    check_choice("imputation", imputation, IMPUTATIONS)
+    types = check_types(types)
     known = check_variables(original, known_variables, "known_variables")
     targets = check_variables(original, target, "target")
     chr_variables = check_variables(

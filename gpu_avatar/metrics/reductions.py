@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend.choice import CPU, Backend, numba_kernels
+from ..backend import CPU, Backend, numba_kernels
 from ..errors import AvatarError
 from ..neighbours.distances import pairwise_squared, rowwise_squared
 from ..neighbours.search import query_in_tree_order
+from ..parameters import METRIC_ENGINES, check_choice
 
-ENGINES = ("auto", "brute", "kdtree", "numba")
 BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
 GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
 _BAND = 1e-9
@@ -62,8 +62,7 @@ def distance_ranks(
     originals, avatars, backend: Backend = CPU, engine: str = "auto", tile: int | None = None
 ) -> DistanceRanks:
     """Run the reduction; ``originals`` and ``avatars`` are (n, d) coordinates, row-aligned."""
-    if engine not in ENGINES:
-        raise AvatarError(f"engine={engine!r} is not one of {ENGINES}")
+    check_choice("engine", engine, METRIC_ENGINES)
     if originals.shape != avatars.shape:
         raise AvatarError(
             f"originals {originals.shape} and avatars {avatars.shape} must have the same shape"
@@ -80,14 +79,14 @@ def distance_ranks(
     if engine == "kdtree" and backend.is_gpu:
         from ..backend import cuda_kernels
         own = rowwise_squared(x, y, backend.xp)
-        return _ranks(backend, own, *cuda_kernels.distance_ranks(backend, x, y, own))
+        return host_ranks(backend, own, *cuda_kernels.distance_ranks(backend, x, y, own))
     if engine == "kdtree":
         return _kdtree(x, y)
     own = rowwise_squared(x, y, backend.xp)
-    cloaking, hidden, best = _tile_pass(
+    cloaking, hidden, best = tile_pass(
         x, y, own, backend.xp.arange(n), backend, tile or default_tile(backend), columns=True
     )
-    return _ranks(backend, own, cloaking, hidden, best[0], best[1])
+    return host_ranks(backend, own, cloaking, hidden, best[0], best[1])
 
 
 def auto_engine(backend: Backend, n: int) -> str:
@@ -104,7 +103,7 @@ def _numba(x, y, backend: Backend) -> DistanceRanks:
     cpu_kernels = numba_kernels(backend)
     own = rowwise_squared(x, y, np)
     cloaking, hidden, first, second = cpu_kernels.distance_ranks(x, y, own)
-    return _ranks(backend, own, cloaking, hidden, first, second)
+    return host_ranks(backend, own, cloaking, hidden, first, second)
 
 
 def default_tile(backend: Backend) -> int:
@@ -116,7 +115,7 @@ def default_tile(backend: Backend) -> int:
     return int(max(1024, min(16384, np.sqrt(free / 10 / (8 * 8)))))
 
 
-def _ranks(backend: Backend, own, cloaking, hidden, first, second) -> DistanceRanks:
+def host_ranks(backend: Backend, own, cloaking, hidden, first, second) -> DistanceRanks:
     xp = backend.xp
     return DistanceRanks(
         own_distance=backend.to_numpy(xp.sqrt(own)),
@@ -127,7 +126,7 @@ def _ranks(backend: Backend, own, cloaking, hidden, first, second) -> DistanceRa
     )
 
 
-def _tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool, first_row: int = 0):
+def tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool, first_row: int = 0):
     """Counts and hidden flags of the originals ``rows`` against every avatar, tile by tile;
     with ``columns`` also each avatar's two smallest squared distances to those originals.
     ``x`` and ``own`` may hold a block of originals starting at global row ``first_row``."""
@@ -176,7 +175,7 @@ def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
     # with every avatar (many exact ties: lattice-like or duplicated points).
     listed = int(high[recheck].sum()) if recheck.size else 0
     if recheck.size and listed > _BALL_VERSUS_TILE * recheck.size * n:
-        cloaking[recheck], hidden[recheck], _ = _tile_pass(
+        cloaking[recheck], hidden[recheck], _ = tile_pass(
             x, y, own, recheck, CPU, default_tile(CPU), columns=False
         )
     elif recheck.size:
@@ -188,7 +187,7 @@ def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
         original_tree, lambda q: original_tree.query(q, k=2, workers=-1), y
     )
     d2 = np.sort(rowwise_squared(y, x[candidates], np), axis=1)
-    return _ranks(CPU, own, cloaking, hidden, d2[:, 0], d2[:, 1])
+    return host_ranks(CPU, own, cloaking, hidden, d2[:, 0], d2[:, 1])
 
 
 def _ball_counts(tree, points: np.ndarray, radius: np.ndarray, rows=None) -> np.ndarray:

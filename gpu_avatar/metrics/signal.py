@@ -24,16 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend.choice import CPU, Backend, resolve_backend, to_pandas
-from ..encoding.encoder import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..backend import CPU, Backend, resolve_backend, to_pandas
+from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..errors import AvatarError
-from .checks import Target, check_same_table, metrics_frame
-
-SIGNAL_TARGETS = {
-    "hellinger_mean": Target("<", 0.1),
-    "hellinger_std": Target(),
-    "correlation_difference_ratio": Target("<", 10),
-}
+from ..parameters import check_integer, check_types
+from .checks import check_same_table
+from .targets import SIGNAL_TARGETS, metrics_frame
 
 
 @dataclass
@@ -99,6 +95,7 @@ def correlation_difference_ratio(original: pd.DataFrame, avatar: pd.DataFrame) -
 def signal_metrics(
     original: pd.DataFrame,
     avatars: pd.DataFrame,
+    *,
     types: Mapping[Any, str] | None = None,
     bins: int = 10,
     backend: str | Backend = "auto",
@@ -106,8 +103,8 @@ def signal_metrics(
     """Signal metrics between ``original`` and ``avatars`` (any row order; see module doc).
 
     The distributions are counted on ``backend`` (the GPU when "auto" finds one)."""
-    if not isinstance(bins, int) or bins < 1:
-        raise AvatarError(f"bins must be a positive integer, got {bins!r}")
+    check_integer("bins", bins, 1)
+    types = check_types(types)
     backend = resolve_backend(backend)
     original, avatars = to_pandas(original), to_pandas(avatars)
     avatars = check_same_table(original, avatars, "avatars", same_rows=False)

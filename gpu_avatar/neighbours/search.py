@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.choice import CPU, Backend, numba_kernels
+from ..backend import CPU, Backend, numba_kernels
 from ..errors import AvatarError
+from ..parameters import ENGINES, check_choice, check_integer
 from .distances import pairwise_squared, rowwise_squared
 
-ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")
 GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
 _TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
 _FLOAT32_RELATIVE_ERROR = 1e-5  # float32 expanded-form indexes (FAISS), generous
@@ -42,10 +42,8 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     """Indices (n, k) int64 and distances (n, k) float64 of each point's k nearest others,
     as backend arrays."""
     n = points.shape[0]
-    if not 1 <= k < n:
-        raise AvatarError(f"k must satisfy 1 <= k < n = {n}, got k = {k}")
-    if engine not in ENGINES:
-        raise AvatarError(f"engine={engine!r} is not one of {ENGINES}")
+    check_integer("k", k, 1, n - 1)
+    check_choice("engine", engine, ENGINES)
     xp = backend.xp
     points = backend.asarray(points, dtype=np.float64)
     if engine == "auto":

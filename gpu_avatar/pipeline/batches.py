@@ -1,16 +1,24 @@
 """Batches for large tables (avatar-method.md section 5).
 
 A covering first batch holds, for every categorical column and every missing-value indicator,
-one row of each modality (the first such row in a seeded random order); the remaining rows,
-shuffled with the seed, fill it and the other batches so that all batches have the same size
-(+/- 1). The projection is fitted once on the first batch; every batch is then avatarized
-independently in that space (its own neighbour search), with its own child seed.
+one row of each code (the first such row in a seeded random order; a missing categorical cell
+has the code the encoder fills it with); the remaining rows, shuffled with the seed, fill it
+and the other batches so that all batches have the same size (+/- 1). The projection is fitted
+once on the first batch; every batch is then avatarized independently in that space (its own
+neighbour search), with its own child seed.
+
+The covering is found from the rows' values chunk by chunk (``CoveringScan``): the same code
+serves a table in memory (one chunk) and a streamed one.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Iterable
 
+import numpy as np
+import pandas as pd
+
+from ..encoding import CATEGORICAL, TableEncoder
 from ..errors import AvatarError
 
 _PLAN_STREAM = 5  # SeedSequence stream for the batch plan
@@ -26,25 +34,57 @@ def batch_seed(sequence: np.random.SeedSequence, batch: int) -> np.random.SeedSe
     return _child(sequence, _BATCH_STREAM, batch)
 
 
-def check_batch_size(batch_size: int, k: int) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-        raise AvatarError(f"batch_size must be an integer or None, got {batch_size!r}")
-    if batch_size < 2 * k:
-        raise AvatarError(
-            f"batch_size = {batch_size} is smaller than 2k = {2 * k}: every batch needs at least "
-            "2k rows for its own neighbour search; raise batch_size or lower k"
-        )
+_NO_RANK = np.iinfo(np.int64).max
 
 
-def covering_rows(codes: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Rows (in ``order``'s sense: first seen) that together show every code of every column."""
-    chosen = []
-    for j in range(codes.shape[1]):
-        _, first = np.unique(codes[order, j], return_index=True)
-        chosen.append(order[first])
-    if not chosen:
-        return np.zeros(0, dtype=np.int64)
-    return np.unique(np.concatenate(chosen))
+class CoveringScan:
+    """The plan ranks of the covering rows, from chunks of rows and their ranks (positions in
+    the seeded order): per column, the first rank of each value, of a missing cell and of a
+    present one; ``ranks(encoder)`` turns values into the encoder's codes."""
+
+    def __init__(self, columns: Iterable) -> None:
+        self.first: dict = {c: {} for c in columns}  # column -> value -> lowest rank
+        self.missing_first = dict.fromkeys(self.first, _NO_RANK)
+        self.present_first = dict.fromkeys(self.first, _NO_RANK)
+
+    def add(self, chunk: pd.DataFrame, ranks: np.ndarray) -> CoveringScan:
+        for name in self.first:
+            series = chunk[name]
+            missing = series.isna().to_numpy()
+            if missing.any():
+                self.missing_first[name] = min(self.missing_first[name], int(ranks[missing].min()))
+            if not missing.all():
+                self.present_first[name] = min(self.present_first[name],
+                                               int(ranks[~missing].min()))  # fmt: skip
+                firsts = pd.Series(ranks[~missing]).groupby(series[~missing].to_numpy()).min()
+                known = self.first[name]
+                for value, rank in firsts.items():
+                    known[value] = min(known.get(value, _NO_RANK), int(rank))
+        return self
+
+    def ranks(self, encoder: TableEncoder) -> np.ndarray:
+        """The ranks of the rows showing every code of every categorical column and every
+        missing indicator of ``encoder`` (which learnt these columns)."""
+        chosen = []
+        for name in encoder.categorical_columns_:
+            spec = encoder.specs_[name]
+            values = list(self.first[name])
+            codes = encoder.categorical_codes(spec, pd.Series(values, dtype=spec.dtype))
+            by_code = pd.Series([self.first[name][v] for v in values]).groupby(codes).min()
+            firsts = by_code.to_dict()
+            if self.missing_first[name] != _NO_RANK:  # missing cells take the fill code
+                fill = spec.fill_value
+                firsts[fill] = min(firsts.get(fill, _NO_RANK), self.missing_first[name])
+            chosen.extend(firsts.values())
+        for name in encoder.indicator_columns_:
+            chosen.extend([self.missing_first[name], self.present_first[name]])
+        return np.unique(np.array(chosen, dtype=np.int64))
+
+
+def covered_columns(encoder: TableEncoder) -> list:
+    """The columns a covering looks at: categorical ones and those with an indicator."""
+    kinds = encoder.specs_
+    return [c for c in encoder.columns_ if kinds[c].kind == CATEGORICAL or kinds[c].has_missing]
 
 
 def plan_order(n: int, sequence: np.random.SeedSequence) -> np.ndarray:
@@ -54,8 +94,9 @@ def plan_order(n: int, sequence: np.random.SeedSequence) -> np.ndarray:
 
 
 def split_plan(order: np.ndarray, covering: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Row positions of each batch: the ``covering`` rows (sorted) then the rest of ``order``
-    fill batch 0, the rest of ``order`` the other batches, all of the same size (+/- 1)."""
+    """Row positions of each batch: the ``covering`` rows (sorted by position) then the rest of
+    ``order`` fill batch 0, the rest of ``order`` the other batches, all of the same size
+    (+/- 1)."""
     n = order.size
     n_batches = -(-n // batch_size)
     if covering.size > batch_size // 2:
@@ -72,8 +113,13 @@ def split_plan(order: np.ndarray, covering: np.ndarray, batch_size: int) -> list
 
 
 def plan_batches(
-    codes: np.ndarray, batch_size: int, sequence: np.random.SeedSequence
+    frame: pd.DataFrame, encoder: TableEncoder, batch_size: int, sequence: np.random.SeedSequence
 ) -> list[np.ndarray]:
-    """Row positions of each batch; batch 0 covers every modality of ``codes`` (n, p)."""
-    order = plan_order(codes.shape[0], sequence)
-    return split_plan(order, covering_rows(codes, order), batch_size)
+    """Row positions of each batch of ``frame``; batch 0 covers every code of ``encoder``
+    (which learnt ``frame``)."""
+    n = len(frame)
+    order = plan_order(n, sequence)
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = np.arange(n)
+    covering = CoveringScan(covered_columns(encoder)).add(frame, ranks).ranks(encoder)
+    return split_plan(order, np.unique(order[covering]), batch_size)

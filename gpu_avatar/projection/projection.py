@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend.choice import CPU, Backend, resolve_backend, to_pandas
-from ..encoding.encoder import EncodedTable, TableEncoder
+from ..backend import CPU, Backend, resolve_backend, to_pandas
+from ..encoding import EncodedTable, TableEncoder
 from ..errors import AvatarError
 
 FAMD_KIND, PCA_KIND, MCA_KIND = "famd", "pca", "mca"

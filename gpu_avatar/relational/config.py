@@ -1,16 +1,18 @@
 """A database declared in YAML, for ``gpu-avatar database CONFIG.yaml OUTPUT_DIR``.
 
 ```yaml
-k: 20                # defaults for every table (each table may override k and ncp)
+k: 20                # parameters for every table (AvatarParameters, but types: per table)
 ncp: 5
-seed: 0              # optional; also: backend, categorical, imputation, assignment_block_size
+seed: 0              # optional; also: backend, categorical, imputation, engine,
+                     # column_weights, batch_size, assignment_block_size
 tables:
   patient:
     path: patient.csv          # relative to this YAML file; CSV or Parquet
     primary_key: p_id
     individual_level: true     # optional (default: true for tables without a parent)
     types: {gender: categorical}
-    k: 5
+    k: 5                       # a table may override k, ncp, column_weights, imputation,
+                               # categorical, engine and batch_size
   visit:
     path: visit.csv
     primary_key: visit_id
@@ -30,26 +32,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AvatarError, import_extra
+from ..errors import AvatarError, GpuAvatarError, import_extra
 from ..files import read_table
+from ..parameters import TABLE_OVERRIDES, AvatarParameters, table_parameters
 from .schema import Database
 
-TOP_LEVEL = {"tables": True, "links": False, "k": False, "ncp": False, "seed": False,
-             "backend": False, "categorical": False, "imputation": False,
-             "assignment_block_size": False}
+RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
+TOP_LEVEL = {"tables": True, "links": False, "assignment_block_size": False,
+             **dict.fromkeys(RUN_PARAMETERS, False)}
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
-              "k": False, "ncp": False, "sep": False}
+              "sep": False, **dict.fromkeys(TABLE_OVERRIDES, False)}
 LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": False,
              "method": False, "drop_orphans": False}
-DEFAULT_K, DEFAULT_NCP = 20, 5
 
 
 @dataclass
 class DatabaseConfig:
-    """The declared database (tables read) and the ``avatarize_database`` options."""
+    """The declared database (tables read) and the ``avatarize_database`` arguments."""
 
     database: Database
-    options: dict[str, Any] = field(default_factory=dict)
+    parameters: AvatarParameters = field(default_factory=AvatarParameters)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    assignment_block_size: int | None = None
     paths: dict[str, Path] = field(default_factory=dict)
 
 
@@ -94,8 +98,12 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     if not isinstance(links, list):
         raise AvatarError(f"{path}: 'links' must be a list of links (parent, child, foreign_key)")
 
+    try:
+        parameters = AvatarParameters(**{k: top[k] for k in RUN_PARAMETERS if k in top})
+    except GpuAvatarError as error:
+        raise AvatarError(f"{path}: {error}") from error
     database = Database()
-    ks, ncps, paths = {}, {}, {}
+    overrides, paths = {}, {}
     for name, entry in tables.items():
         name = str(name)
         where = f"{path}: tables.{name}"
@@ -112,8 +120,7 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
             name, data, primary_key=spec["primary_key"],
             individual_level=spec.get("individual_level"), types=dict(types),
         )
-        ks[name] = spec.get("k", top.get("k", DEFAULT_K))
-        ncps[name] = spec.get("ncp", top.get("ncp", DEFAULT_NCP))
+        overrides[name] = {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
     for index, entry in enumerate(links):
         spec = _check_keys(entry, LINK_KEYS, f"{path}: links[{index}]")
         parent = spec["parent"]
@@ -125,7 +132,11 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
             method=spec.get("method", "linear_sum_assignment"),
             drop_orphans=bool(spec.get("drop_orphans", False)),
         )
-    options = {key: top[key] for key in TOP_LEVEL if key in top and key not in
-               ("tables", "links", "k", "ncp")}
-    options.update(k=ks, ncp=ncps)
-    return DatabaseConfig(database, options, paths)
+    try:
+        table_parameters(parameters, overrides, list(database.tables))  # checked here
+    except GpuAvatarError as error:
+        raise AvatarError(f"{path}: {error}") from error
+    return DatabaseConfig(
+        database, parameters, {t: o for t, o in overrides.items() if o},
+        top.get("assignment_block_size"), paths,
+    )

@@ -26,11 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend.choice import Backend, resolve_backend
-from ..encoding.encoder import CONTINUOUS, fresh_identifiers
-from ..errors import AvatarError
+from ..backend import Backend, resolve_backend
+from ..encoding import CONTINUOUS, fresh_identifiers
+from ..errors import AvatarError, AvatarTypeError
 from ..metrics.privacy import metric_coordinates
-from ..pipeline.avatarize import avatarize, seed_sequence
+from ..parameters import AvatarParameters, avatar_parameters, table_parameters
+from ..pipeline import avatarize
+from ..pipeline.model import seed_sequence
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
 from .assignment import (
@@ -69,12 +71,11 @@ class LinkReport:
 
 @dataclass
 class TableRun:
-    """How one table was avatarized: settings, seed, step timings and batches. Its enriched
-    originals and avatars are not kept: they are as long as the table and only the run needs
-    them."""
+    """How one table was avatarized: its parameters (seed: the table's entropy), step timings
+    and batches. Its enriched originals and avatars are not kept: they are as long as the table
+    and only the run needs them."""
 
-    parameters: dict[str, Any]
-    seed: int
+    parameters: AvatarParameters
     projection_kind: str
     timings: dict[str, float] = field(default_factory=dict)
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions
@@ -96,7 +97,8 @@ class DatabaseAvatarizationResult:
     table_results: dict[str, TableRun] = field(repr=False)
     original_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
     avatar_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: AvatarParameters  # the run's, for every table (seed: the run's entropy)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per table
 
     def privacy_metrics(self, **options: Any):
         """Privacy per (table, scenario, reference table); see ``multitable_metrics``."""
@@ -116,27 +118,6 @@ class DatabaseAvatarizationResult:
 
         return metrics_summary(self, privacy)
 
-    def report(self, path: Any, **options: Any) -> Any:
-        """Write a self-contained HTML report of this database to ``path`` (needs matplotlib:
-        ``pip install 'gpu_avatar[report]'``); ``options`` as in
-        ``gpu_avatar.report.write_database_report``."""
-        from ..report.html import write_database_report
-
-        return write_database_report(self, path, **options)
-
-
-def _per_table(
-    value: Any, name: str, tables: list[str], argument: str, required: bool = True
-) -> Any:
-    """The value for table ``name`` of a scalar or per-table dict argument."""
-    if isinstance(value, Mapping):
-        unknown = [t for t in value if t not in tables]
-        if unknown:
-            raise AvatarError(f"{argument} names unknown table(s) {unknown}; tables: {tables}")
-        if name not in value and required:
-            raise AvatarError(f"{argument} has no value for table {name!r}")
-        return value.get(name)
-    return value
 
 
 def enriched_table(
@@ -278,30 +259,40 @@ def _unshuffled_table(
 
 def avatarize_database(
     db: Database,
-    k: int | Mapping[str, int] = 20,
-    ncp: int | Mapping[str, int] = 5,
-    seed: int | None = None,
-    backend: str | Backend = "auto",
-    categorical: str = "draw",
-    imputation: str = "median",
+    *,
+    parameters: AvatarParameters | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
     assignment_block_size: int | None = None,
     progress: ProgressLike = None,
-    batch_size: int | Mapping[str, int | None] | None = None,
+    **settings: Any,
 ) -> DatabaseAvatarizationResult:
-    """Avatarize every table of ``db`` and relink them; ``k``, ``ncp`` and ``batch_size`` may
-    be per table (a table larger than its ``batch_size`` is avatarized in batches, as
-    ``avatarize`` does; its links then use the blocked assignment as usual).
+    """Avatarize every table of ``db`` and relink them.
 
+    The parameters are those of ``avatarize`` (``AvatarParameters``, or keywords of the same
+    names) for every table, except the column ``types``, declared with each table
+    (``Database.add_table``). ``overrides`` maps a table to the parameters it sets otherwise
+    (``k``, ``ncp``, ``column_weights``, ``imputation``, ``categorical``, ``engine``,
+    ``batch_size``), e.g. ``overrides={"doctor": {"k": 5}}``; a table larger than its
+    ``batch_size`` is avatarized in batches, as ``avatarize`` does.
+    ``assignment_block_size``: children per exact assignment block of the
+    ``linear_sum_assignment`` links (default: ``assignment.default_block_size``).
     ``progress``: None (silent), True (a tqdm bar over tables and links) or a callable
     ``(step, done, total)``, see ``gpu_avatar.progress``.
     """
     if not isinstance(db, Database):
-        raise AvatarError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
+        raise AvatarTypeError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
+    base = avatar_parameters(parameters, **settings)
+    if base.types:
+        raise AvatarError(
+            "types are declared per table in a database: db.add_table(name, data, "
+            "primary_key, types={...})"
+        )
     data = {name: frame.reset_index(drop=True) for name, frame in db.validate().items()}
     order = db.topological_order()
+    per_table = table_parameters(base, overrides, order)
     steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
-    backend = resolve_backend(backend)
-    sequence = seed_sequence(seed)
+    backend = resolve_backend(base.backend)
+    sequence = seed_sequence(base.seed)
     positions = {
         (link.child, link.foreign_key): parent_rows(
             data[link.child], link.foreign_key, data[link.parent], link.parent_key
@@ -321,29 +312,22 @@ def avatarize_database(
         # first: finding fresh keys takes far more memory than they hold
         fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
         enriched, types = enriched_table(db, name, data, positions)
-        table_k = _per_table(k, name, order, "k")
-        if not isinstance(table_k, (int, np.integer)) or not 2 <= table_k < n:
+        table_k = per_table[name].k
+        if table_k >= n:
             raise AvatarError(
                 f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}; give "
-                "k per table as a dict, e.g. k={" + repr(name) + ": 5, ...}"
+                f"the table its own k, e.g. overrides={{{name!r}: {{'k': {max(2, n // 4)}}}}}"
             )
         table_sequence = np.random.SeedSequence(sequence.entropy, spawn_key=(index,))
         logger.info("avatarizing table %s (%d rows)", name, n)
         steps.start(f"table {name}")
         result = avatarize(
             enriched,
-            k=table_k,
-            ncp=_per_table(ncp, name, order, "ncp"),
-            seed=table_sequence,
-            categorical=categorical,
-            types=types,
-            imputation=imputation,
-            backend=backend,
-            batch_size=_per_table(batch_size, name, order, "batch_size", required=False),
+            parameters=per_table[name].replace(seed=table_sequence, backend=backend, types=types),
         )
         del enriched  # with the result's originals and shuffled avatars: only these are kept
         runs[name] = TableRun(
-            result.parameters, result.seed, result.projection_kind, result.timings, result.batches
+            result.parameters, result.projection_kind, result.timings, result.batches
         )
         avatars = result.sensitive_unshuffled_avatars
         del result
@@ -386,5 +370,6 @@ def avatarize_database(
         table_results=runs,
         original_parent_rows=positions,
         avatar_parent_rows=avatar_positions,
-        parameters=dict(k=k, ncp=ncp, seed=int(sequence.entropy), backend=backend.name),
+        parameters=base.replace(seed=int(sequence.entropy), backend=backend.name),
+        overrides={t: dict(overrides[t]) for t in (overrides or {})},
     )

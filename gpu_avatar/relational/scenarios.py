@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..encoding.encoder import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..metrics.privacy import PrivacyMetrics, privacy_metrics
 from ..metrics.signal import SignalMetrics, signal_metrics
+from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from .linking import DatabaseAvatarizationResult, broadcast_name
 
 STANDALONE = "standalone"
@@ -68,16 +69,18 @@ class ScenarioMetrics(list):
         return pd.DataFrame(rows)
 
 
-def _types(result: DatabaseAvatarizationResult, table: str) -> dict[Any, str]:
+def table_types(result: DatabaseAvatarizationResult, table: str) -> dict[Any, str]:
+    """The declared kinds of the table's variables (its keys left out)."""
     variables = result.database.variables(table)
     return {c: k for c, k in result.database.tables[table].types.items() if c in variables}
 
 
 def _ncp(result: DatabaseAvatarizationResult, table: str) -> int:
-    return result.table_results[table].parameters["ncp"]
+    return result.table_results[table].parameters.ncp
 
 
-def _variables(result: DatabaseAvatarizationResult, table: str, avatar: bool) -> pd.DataFrame:
+def table_variables(result: DatabaseAvatarizationResult, table: str, avatar: bool) -> pd.DataFrame:
+    """The table's variables (its keys left out): originals, or unshuffled avatars."""
     source = result.sensitive_unshuffled_tables if avatar else result.originals
     return source[table][result.database.variables(table)].reset_index(drop=True)
 
@@ -113,20 +116,20 @@ def children_aggregates(
 
 def _top_enriched(result, parent: str, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     child = link.child
-    child_original = _variables(result, child, avatar=False)
-    encoder = TableEncoder(_types(result, child), missing_indicators=False).fit(child_original)
+    child_original = table_variables(result, child, avatar=False)
+    encoder = TableEncoder(table_types(result, child), missing_indicators=False).fit(child_original)
     key = (child, link.foreign_key)
     frames = []
     for avatar, rows in (
         (False, result.original_parent_rows[key]),
         (True, result.avatar_parent_rows[key]),
     ):
-        own = _variables(result, parent, avatar)
+        own = table_variables(result, parent, avatar)
         aggregates = children_aggregates(
-            _variables(result, child, avatar), rows, len(own), encoder, child
+            table_variables(result, child, avatar), rows, len(own), encoder, child
         )
         frames.append(pd.concat([own, aggregates], axis=1))
-    return frames[0], frames[1], _types(result, parent)
+    return frames[0], frames[1], table_types(result, parent)
 
 
 def _bottom_propagated(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
@@ -136,12 +139,12 @@ def _bottom_propagated(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         (False, result.original_parent_rows[key]),
         (True, result.avatar_parent_rows[key]),
     ):
-        parent = _variables(result, link.parent, avatar).iloc[rows].reset_index(drop=True)
+        parent = table_variables(result, link.parent, avatar).iloc[rows].reset_index(drop=True)
         parent.columns = [broadcast_name(link.parent, c) for c in parent.columns]
-        frames.append(pd.concat([_variables(result, link.child, avatar), parent], axis=1))
-    types = _types(result, link.child)
+        frames.append(pd.concat([table_variables(result, link.child, avatar), parent], axis=1))
+    types = table_types(result, link.child)
     types.update(
-        {broadcast_name(link.parent, c): k for c, k in _types(result, link.parent).items()}
+        {broadcast_name(link.parent, c): k for c, k in table_types(result, link.parent).items()}
     )
     return frames[0], frames[1], types
 
@@ -174,7 +177,7 @@ def database_privacy_metrics(
             avatar,
             ncp=_ncp(result, table),
             types=types,
-            backend=result.parameters["backend"],
+            backend=result.parameters.backend,
             **options,
         )
 
@@ -187,9 +190,9 @@ def database_privacy_metrics(
                 STANDALONE,
                 name,
                 measure(
-                    _variables(result, name, False),
-                    _variables(result, name, True),
-                    _types(result, name),
+                    table_variables(result, name, False),
+                    table_variables(result, name, True),
+                    table_types(result, name),
                     name,
                 ),
             )
@@ -232,9 +235,9 @@ def database_signal_metrics(result: DatabaseAvatarizationResult, **options: Any)
                 STANDALONE,
                 name,
                 signal_metrics(
-                    _variables(result, name, False),
-                    _variables(result, name, True),
-                    types=_types(result, name),
+                    table_variables(result, name, False),
+                    table_variables(result, name, True),
+                    types=table_types(result, name),
                     **options,
                 ),
             )
@@ -264,24 +267,47 @@ def database_signal_metrics(result: DatabaseAvatarizationResult, **options: Any)
 def metrics_summary(
     result: DatabaseAvatarizationResult, privacy: ScenarioMetrics | None = None
 ) -> pd.DataFrame:
-    """Rows: individual-level tables; columns: every table. Cell (I, I): standalone; (I, T):
-    the scenario with the lowest hidden rate for I against T; empty where none applies. A cell
-    reads ``"<scenario>: <hidden rate> % (LC <median local cloaking>) pass|FAIL"``."""
+    """The privacy summary matrix as numbers, one row per non-empty cell: an individual-level
+    ``table`` against a ``reference`` table ((I, I): standalone), the worst ``scenario`` for
+    it (the lowest hidden rate), that scenario's ``hidden_rate`` and median ``local_cloaking``,
+    and ``passed`` (both pass their targets). ``format_summary`` draws it as a matrix."""
     privacy = privacy if privacy is not None else database_privacy_metrics(result)
-    db = result.database
-    tables = db.topological_order()
-    rows = [t for t in tables if db.is_individual_level(t)]
-    summary = pd.DataFrame("", index=pd.Index(rows, name="table"), columns=tables, dtype=object)
+    deciding = SUMMARY_METRICS[0]
     worst: dict[tuple[str, str], ScenarioResult] = {}
     for entry in privacy:
         cell = (entry.table, entry.reference)
-        if cell not in worst or entry.metrics.hidden_rate < worst[cell].metrics.hidden_rate:
+        current = worst.get(cell)
+        value = getattr(entry.metrics, deciding)
+        if current is None or PRIVACY_TARGETS[deciding].is_worse(
+            value, getattr(current.metrics, deciding)
+        ):
             worst[cell] = entry
+    rows = []
     for (table, reference), entry in worst.items():
-        metrics = entry.metrics
-        passed = metrics.hidden_rate > 90 and metrics.local_cloaking > 5
-        summary.loc[table, reference] = (
-            f"{entry.scenario}: {metrics.hidden_rate:.1f} % (LC {metrics.local_cloaking:g}) "
-            f"{'pass' if passed else 'FAIL'}"
-        )
-    return summary
+        values = {name: getattr(entry.metrics, name) for name in SUMMARY_METRICS}
+        passed = all(PRIVACY_TARGETS[name].passed(v) for name, v in values.items())
+        rows.append({"table": table, "reference": reference, "scenario": entry.scenario,
+                     **values, "passed": passed})  # fmt: skip
+    columns = ["table", "reference", "scenario", *SUMMARY_METRICS, "passed"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summary_cell(row: Any) -> str:
+    """One cell of the summary matrix in words: ``"<scenario>: <hidden rate> % (LC <median
+    local cloaking>) pass|FAIL"``."""
+    return (
+        f"{row['scenario']}: {row['hidden_rate']:.1f} % (LC {row['local_cloaking']:g}) "
+        f"{'pass' if row['passed'] else 'FAIL'}"
+    )
+
+
+def format_summary(summary: pd.DataFrame, result: DatabaseAvatarizationResult) -> pd.DataFrame:
+    """``metrics_summary`` as the matrix a person reads: rows, the individual-level tables;
+    columns, every table; each cell ``summary_cell`` (empty where no scenario applies)."""
+    db = result.database
+    tables = db.topological_order()
+    rows = [t for t in tables if db.is_individual_level(t)]
+    matrix = pd.DataFrame("", index=pd.Index(rows, name="table"), columns=tables, dtype=object)
+    for _, row in summary.iterrows():
+        matrix.loc[row["table"], row["reference"]] = summary_cell(row)
+    return matrix

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..encoding.encoder import KINDS
+from ..encoding import KINDS
 from ..errors import AvatarError
 
 LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")

@@ -1,7 +1,7 @@
 """Self-contained HTML reports: one file, plots embedded, nothing loaded from anywhere.
 
-    result.report("report.html")            # one table (an AvatarizationResult)
-    database_result.report("report.html")   # a database (a DatabaseAvatarizationResult)
+    ga.write_report(result, "report.html")   # an AvatarizationResult or a
+                                             # DatabaseAvatarizationResult
 
 A report is made of parts, each with sections (``data-section``) and plots (``data-plot``):
 
@@ -20,14 +20,10 @@ CSS is inline and plots are PNG data URIs drawn by matplotlib's Agg backend
 
 from __future__ import annotations
 
-import base64
 import datetime
 import html
-import io
 import re
-import time
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,51 +31,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend.choice import to_pandas
-from ..encoding.encoder import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
-from ..errors import import_extra
-from ..metrics.privacy import PRIVACY_TARGETS, PrivacyMetrics, privacy_metrics
-from ..metrics.signal import SignalMetrics, signal_metrics
+from ..backend import to_pandas
+from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
+from ..metrics import PrivacyMetrics, SignalMetrics
+from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from ..progress import ProgressLike, Steps
-
-ORIGINAL_COLOUR, AVATAR_COLOUR = "#3b6fb6", "#e07b39"
-DPI = 90
-MAX_PLOTTED_VARIABLES = 48  # distributions; the report says how many were left out
-MAX_CORRELATION_VARIABLES = 40
-MAX_SCATTER_POINTS = 5000  # per side, a fixed random sample above that
-MAX_MODALITIES = 15  # per categorical variable, the most frequent in the originals
-LOCAL_CLOAKING_TARGET = PRIVACY_TARGETS["local_cloaking"].threshold
-
-PRIVACY_DESCRIPTIONS = {
-    "hidden_rate": "% of originals whose closest avatar is not their own",
-    "local_cloaking": "median number of avatars at least as close to an original as its own",
-    "distance_to_closest": "median distance of an avatar to its closest original",
-    "closest_distances_ratio": "median ratio closest / second-closest original, per avatar",
-    "closest_rate": "% of avatars not both very close to one original and far from the rest",
-    "row_direct_match_protection": "% of originals with no identical avatar row",
-    "column_direct_match_protection": "worst variable: % of originals whose unique value is "
-    "not copied into the avatars",
-    "categorical_hidden_rate": "% of originals not singled out on the chosen categorical "
-    "variables (needs categorical_hidden_rate_variables)",
-    "correlation_protection_rate": "% of originals protected from linkage on the known "
-    "variables (needs known_variables)",
-    "inference_continuous": "error of guessing the target through the closest avatar on the "
-    "known variables / error of a marginal guess (1: the link teaches nothing)",
-    "inference_categorical": "accuracy of guessing the target through the closest avatar on "
-    "the known variables (needs known_variables and a categorical target)",
-}
-SIGNAL_DESCRIPTIONS = {
-    "hellinger_mean": "mean over variables of the Hellinger distance between original and "
-    "avatar distributions (0: identical, 1: disjoint)",
-    "hellinger_std": "standard deviation of the per-variable Hellinger distances",
-    "correlation_difference_ratio": "mean |Pearson correlation difference| over pairs of "
-    "continuous variables, in %",
-}
-PRIVACY_SCENARIO_COLUMNS = [
-    "hidden_rate", "local_cloaking", "distance_to_closest", "closest_distances_ratio",
-    "closest_rate", "row_direct_match_protection", "column_direct_match_protection",
-]
-SIGNAL_SCENARIO_COLUMNS = ["hellinger_mean", "hellinger_std", "correlation_difference_ratio"]
+from .data import (
+    PRIVACY_DESCRIPTIONS,
+    PRIVACY_SCENARIO_COLUMNS,
+    SIGNAL_DESCRIPTIONS,
+    SIGNAL_SCENARIO_COLUMNS,
+    database_metrics,
+    table_metrics,
+)
+from .plots import (
+    _matplotlib,
+    children_per_parent_plot,
+    correlations_plot,
+    distributions_plot,
+    local_cloaking_plot,
+    projection_plot,
+)
 
 STYLE = """
 body { margin: 0; background: #f4f6f8; color: #1f2328;
@@ -195,239 +167,6 @@ class _Builder:
         return Part(self.slug, title, body, self.sections)
 
 
-@contextmanager
-def _clock(timings: dict[str, float], name: str):
-    start = time.perf_counter()
-    yield
-    timings[name] = time.perf_counter() - start
-
-
-# --------------------------------------------------------------------------- plots
-def require_matplotlib() -> None:
-    """Raise ``MissingExtraError`` (naming the ``report`` extra) when matplotlib is missing."""
-    import_extra("matplotlib", "report", "the HTML report")
-
-
-def _matplotlib():
-    """A figure factory on the Agg canvas (no pyplot, no global backend change)."""
-    require_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
-        figure = Figure(figsize=(width, height), layout=layout)
-        FigureCanvasAgg(figure)
-        return figure
-
-    return new_figure
-
-
-def _figure_html(figure: Any, plot: str, caption: str, alt: str) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return (
-        f'<figure class="plot" data-plot="{plot}">'
-        f'<img alt="{_esc(alt)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{caption}</figcaption></figure>"
-    )
-
-
-def _sample(points: np.ndarray, seed: int = 0) -> np.ndarray:
-    if len(points) <= MAX_SCATTER_POINTS:
-        return points
-    rows = np.random.default_rng(seed).choice(len(points), MAX_SCATTER_POINTS, replace=False)
-    return points[np.sort(rows)]
-
-
-def projection_plot(
-    original: pd.DataFrame, avatars: pd.DataFrame, types: Mapping[Any, str], new_figure
-) -> str:
-    """Originals and avatars on the first two axes of a FAMD fitted on the originals."""
-    from ..projection.projection import FAMD
-
-    model = FAMD(n_components=2, types=types).fit(original)
-    points = [model.transform(frame).to_numpy() for frame in (original, avatars)]
-    if points[0].shape[1] == 1:
-        points = [np.column_stack([p, np.zeros(len(p))]) for p in points]
-    inertia = list(np.asarray(model.explained_variance_ratio_, dtype=float)[:2] * 100) + [0, 0]
-    figure = new_figure(7.5, 5.6)
-    axes = figure.add_subplot()
-    for coordinates, colour, label, count in (
-        (points[0], ORIGINAL_COLOUR, "originals", len(original)),
-        (points[1], AVATAR_COLOUR, "avatars", len(avatars)),
-    ):
-        shown = _sample(coordinates)
-        axes.scatter(shown[:, 0], shown[:, 1], s=9, alpha=0.45, color=colour, linewidths=0,
-                     label=f"{label} ({count})")
-    axes.set_xlabel(f"Dim. 1 ({inertia[0]:.1f} % of inertia)")
-    axes.set_ylabel(f"Dim. 2 ({inertia[1]:.1f} % of inertia)")
-    axes.legend(loc="best", markerscale=2)
-    axes.grid(alpha=0.3)
-    caption = (
-        f"Originals and avatars on the first two axes of a {model.kind_.upper()} fitted on the "
-        "originals (avatars projected with the same model). Avatars should cover the same "
-        "cloud without sitting on the originals."
-    )
-    return _figure_html(figure, "projection", caption, "projection of originals and avatars")
-
-
-def _frequencies(series: pd.Series) -> pd.Series:
-    counts = series.astype(object).where(series.notna(), "(missing)").value_counts(normalize=True)
-    counts.index = [str(v) for v in counts.index]
-    return counts.groupby(level=0).sum()
-
-
-def distributions_plot(
-    original: pd.DataFrame,
-    avatars: pd.DataFrame,
-    encoder: TableEncoder,
-    signal: SignalMetrics | None,
-    new_figure,
-) -> str:
-    """One small plot per variable: histograms (continuous) or frequencies, overlaid."""
-    columns = list(encoder.columns_)
-    shown = columns[:MAX_PLOTTED_VARIABLES]
-    ncols = min(4, len(shown))
-    nrows = -(-len(shown) // ncols)
-    height = 2.4 * nrows + 0.6
-    figure = new_figure(3.1 * ncols, height, layout=None)  # constrained layout: seconds here
-    figure.subplots_adjust(left=0.04, right=0.99, bottom=0.9 / height, top=1 - 0.6 / height,
-                           wspace=0.25, hspace=0.75)
-    hellinger = signal.hellinger_per_variable if signal is not None else {}
-    for index, column in enumerate(shown):
-        axes = figure.add_subplot(nrows, ncols, index + 1)
-        spec = encoder.specs_[column]
-        if spec.kind == CONTINUOUS:
-            values = [encoder.continuous_values(spec, frame[column])
-                      for frame in (original, avatars)]
-            values = [v[~np.isnan(v)] for v in values]
-            pooled = np.concatenate(values)
-            edges = np.histogram_bin_edges(pooled, bins=20) if pooled.size else 10
-            for data, colour, label in zip(values, (ORIGINAL_COLOUR, AVATAR_COLOUR),
-                                           ("originals", "avatars"), strict=True):
-                axes.hist(data, bins=edges, density=True, alpha=0.5, color=colour, label=label,
-                          histtype="stepfilled")
-            axes.set_yticks([])
-        else:
-            frequencies = pd.concat(
-                {"originals": _frequencies(original[column]),
-                 "avatars": _frequencies(avatars[column])}, axis=1,
-            ).fillna(0.0)
-            frequencies = frequencies.sort_values("originals", ascending=False)
-            frequencies = frequencies.iloc[:MAX_MODALITIES]
-            positions = np.arange(len(frequencies))
-            for offset, colour, label in (
-                (-0.2, ORIGINAL_COLOUR, "originals"), (0.2, AVATAR_COLOUR, "avatars")
-            ):
-                axes.bar(positions + offset, frequencies[label], width=0.4, color=colour,
-                         alpha=0.85, label=label)
-            axes.set_xticks(positions, [str(v)[:10] for v in frequencies.index], rotation=45,
-                            ha="right", fontsize=7)
-        title = str(column)
-        if str(column) in hellinger:
-            title += f"  (H = {hellinger[str(column)]:.2f})"
-        axes.set_title(title, fontsize=9)
-        axes.tick_params(labelsize=7)
-    handles, labels = figure.axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="upper center", ncols=2)
-    left_out = len(columns) - len(shown)
-    caption = (
-        "Distribution of every variable, originals and avatars overlaid (continuous: density "
-        "histograms on shared bins; categorical: relative frequencies, the "
-        f"{MAX_MODALITIES} most frequent modalities). H: Hellinger distance."
-        + (f" The last {left_out} variables are not drawn." if left_out else "")
-    )
-    return _figure_html(figure, "distributions", caption, "per-variable distributions")
-
-
-def correlations_plot(
-    original: pd.DataFrame, avatars: pd.DataFrame, encoder: TableEncoder, new_figure
-) -> str | None:
-    """Pearson correlations of the continuous variables: original, avatar, difference."""
-    columns = list(encoder.continuous_columns_)[:MAX_CORRELATION_VARIABLES]
-    if len(columns) < 2:
-        return None
-    matrices = [
-        pd.DataFrame(
-            {str(c): encoder.continuous_values(encoder.specs_[c], frame[c]) for c in columns}
-        ).corr()
-        for frame in (original, avatars)
-    ]
-    difference = matrices[1] - matrices[0]
-    scale = max(0.1, float(np.nanmax(np.abs(difference.to_numpy()))))
-    figure = new_figure(16, 5.6)
-    labels = [str(c)[:14] for c in columns]
-    for index, (matrix, title, limit, cmap) in enumerate(
-        [
-            (matrices[0], "originals", 1.0, "RdBu_r"),
-            (matrices[1], "avatars", 1.0, "RdBu_r"),
-            (difference, "avatars - originals", scale, "PuOr_r"),
-        ]
-    ):
-        axes = figure.add_subplot(1, 3, index + 1)
-        image = axes.imshow(matrix.to_numpy(), vmin=-limit, vmax=limit, cmap=cmap)
-        axes.set_title(title)
-        axes.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
-        axes.set_yticks(range(len(labels)), labels, fontsize=7)
-        figure.colorbar(image, ax=axes, shrink=0.8)
-    caption = (
-        "Pearson correlations between continuous variables in the originals and in the avatars, "
-        f"and their difference (colour scale +/- {scale:.2f})."
-    )
-    return _figure_html(figure, "correlations", caption, "correlation matrices")
-
-
-def local_cloaking_plot(privacy: PrivacyMetrics, new_figure) -> str:
-    """Histogram of the local cloaking of every original, with the target and the median."""
-    values = np.asarray(privacy.local_cloaking_per_individual, dtype=float)
-    upper = max(float(np.percentile(values, 99)), LOCAL_CLOAKING_TARGET + 1)
-    clipped = np.minimum(values, upper)
-    bins = np.arange(0, np.ceil(upper) + 2) - 0.5 if upper <= 60 else 60
-    figure = new_figure(7.5, 3.8)
-    axes = figure.add_subplot()
-    axes.hist(clipped, bins=bins, color=ORIGINAL_COLOUR, alpha=0.85)
-    axes.axvline(LOCAL_CLOAKING_TARGET, color="#cf222e", linestyle="--",
-                 label=f"target: > {LOCAL_CLOAKING_TARGET:g}")
-    median = float(np.median(values))
-    axes.axvline(median, color="#1f2328", label=f"median: {median:g}")
-    axes.set_xlabel("local cloaking (avatars at least as close as the own avatar)")
-    axes.set_ylabel("originals")
-    axes.legend()
-    at_risk = 100.0 * float((values <= LOCAL_CLOAKING_TARGET).mean())
-    caption = (
-        f"Local cloaking of each original (values above the 99th percentile, {upper:g}, drawn "
-        f"in the last bin); {at_risk:.1f} % of originals have a local cloaking of "
-        f"{LOCAL_CLOAKING_TARGET:g} or less."
-    )
-    return _figure_html(figure, "local-cloaking", caption, "local cloaking distribution")
-
-
-def children_per_parent_plot(
-    title: str, original_rows: np.ndarray, n_original: int, avatar_rows: np.ndarray,
-    n_avatar: int, new_figure,
-) -> str:
-    """Share of parents with 0, 1, 2, ... children, originals and avatars side by side."""
-    counts = [np.bincount(original_rows, minlength=n_original),
-              np.bincount(avatar_rows, minlength=n_avatar)]
-    support = np.arange(max(int(c.max()) if c.size else 0 for c in counts) + 1)
-    figure = new_figure(7.5, 3.6)
-    axes = figure.add_subplot()
-    for offset, count, colour, label in (
-        (-0.2, counts[0], ORIGINAL_COLOUR, "originals"),
-        (0.2, counts[1], AVATAR_COLOUR, "avatars"),
-    ):
-        shares = np.bincount(count, minlength=len(support)) / max(len(count), 1)
-        axes.bar(support + offset, shares, width=0.4, color=colour, alpha=0.85, label=label)
-    axes.set_xticks(support)
-    axes.set_xlabel("children per parent")
-    axes.set_ylabel("share of parents")
-    axes.set_title(title, fontsize=10)
-    axes.legend()
-    caption = f"Children per parent, {_esc(title)}: originals (original links) and avatars."
-    return _figure_html(figure, "children-per-parent", caption, f"children per parent {title}")
-
-
 # --------------------------------------------------------------------------- table part
 def _text(value: Any) -> str:
     if isinstance(value, Mapping):
@@ -475,14 +214,11 @@ def _table_part(
     avatars = unshuffled_avatars if avatars is None else avatars
     variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
     variable_types = {c: kind for c, kind in types.items() if c in variables}
-    metric_timings: dict[str, float] = {}
-    if privacy is None and individual_level:
-        with steps.step(f"{name}: privacy metrics"), _clock(metric_timings, "privacy metrics"):
-            privacy = privacy_metrics(original, unshuffled_avatars, ncp=ncp, types=types,
-                                      backend=backend, **dict(privacy_options or {}))
-    if signal is None:
-        with steps.step(f"{name}: signal metrics"), _clock(metric_timings, "signal metrics"):
-            signal = signal_metrics(original, avatars, types=types)
+    privacy, signal, metric_timings = table_metrics(
+        original, unshuffled_avatars, avatars, steps, name=name, types=types, ncp=ncp,
+        backend=backend, privacy=privacy, signal=signal, individual_level=individual_level,
+        privacy_options=privacy_options,
+    )  # fmt: skip
     encoder = TableEncoder(variable_types, missing_indicators=False).fit(original[variables])
     builder = _Builder(slug or slugify(name), level)
 
@@ -575,13 +311,13 @@ def table_part(
 
 
 def _result_options(result: Any) -> dict[str, Any]:
-    parameters = {key: value for key, value in result.parameters.items() if key != "types"}
+    run = result.parameters
+    parameters = {key: value for key, value in run.as_dict().items() if key != "types"}
     parameters["seed"] = result.seed
     parameters["projection"] = result.projection_kind.upper()
     return dict(
-        avatars=to_pandas(result.avatars), types=result.parameters["types"],
-        ncp=result.parameters["ncp"],
-        parameters=parameters, timings=result.timings, backend=result.parameters["backend"],
+        avatars=to_pandas(result.avatars), types=dict(run.types), ncp=run.ncp,
+        parameters=parameters, timings=result.timings, backend=run.backend,
     )
 
 
@@ -616,21 +352,35 @@ def _scenario_rows(frame: pd.DataFrame, columns: list[str]) -> list[list[str]]:
     return rows
 
 
-def _summary_matrix(summary: pd.DataFrame) -> str:
-    head = "<th>individual-level table</th>" + "".join(f"<th>{_esc(c)}</th>" for c in summary)
+def _summary_matrix(summary: pd.DataFrame, result: Any) -> str:
+    """The summary matrix (``relational.scenarios.metrics_summary``) as an HTML table, each
+    cell coloured by its pass flag."""
+    from ..relational.scenarios import summary_cell
+
+    db = result.database
+    tables = db.topological_order()
+    cells = {(row["table"], row["reference"]): row for _, row in summary.iterrows()}
+    head = "<th>individual-level table</th>" + "".join(f"<th>{_esc(c)}</th>" for c in tables)
     body = ""
-    for table, row in summary.iterrows():
-        cells = f"<th>{_esc(table)}</th>"
-        for value in row:
-            text = str(value or "")
-            kind = "pass" if text.endswith("pass") else "fail" if text.endswith("FAIL") else "empty"
-            cells += f'<td class="{kind}">{_esc(text) or "—"}</td>'
-        body += f"<tr>{cells}</tr>"
+    for table in (t for t in tables if db.is_individual_level(t)):
+        row_html = f"<th>{_esc(table)}</th>"
+        for reference in tables:
+            cell = cells.get((table, reference))
+            if cell is None:
+                row_html += '<td class="empty">—</td>'
+                continue
+            kind = "pass" if cell["passed"] else "fail"
+            row_html += f'<td class="{kind}">{_esc(summary_cell(cell))}</td>'
+        body += f"<tr>{row_html}</tr>"
+    rule = " and ".join(
+        f"{name.replace('_', ' ')} {PRIVACY_TARGETS[name].text().replace('>', '&gt;')}"
+        for name in SUMMARY_METRICS
+    )
     return (
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         '<p class="note">Rows: the people protected (individual-level tables); columns: the table '
         "they are measured against. Each cell is the worst scenario: hidden rate and median "
-        "local cloaking (LC); pass means hidden rate &gt; 90 % and LC &gt; 5.</p>"
+        f"local cloaking (LC); pass means {rule}.</p>"
     )
 
 
@@ -644,23 +394,17 @@ def _database_part(
     slug: str | None = None,
     level: int = 2,
 ) -> Part:
-    from ..relational.scenarios import STANDALONE, _types, _variables
+    from ..relational.scenarios import STANDALONE, table_types, table_variables
 
     new_figure = _matplotlib()
     db = result.database
     order = db.topological_order()
-    metric_timings: dict[str, float] = {}
-    if privacy is None:
-        with steps.step(f"{name}: privacy scenarios"), _clock(metric_timings, "privacy"):
-            privacy = result.privacy_metrics()
-    if signal is None:
-        with steps.step(f"{name}: signal scenarios"), _clock(metric_timings, "signal"):
-            signal = result.signal_metrics()
+    privacy, signal, metric_timings = database_metrics(result, steps, name, privacy, signal)
     summary = result.metrics_summary(privacy)
     builder = _Builder(slug or slugify(name), level)
 
-    rows = [["seed", _esc(result.parameters.get("seed"))],
-            ["backend", _esc(result.parameters.get("backend"))]]
+    rows = [["seed", _esc(result.parameters.seed)],
+            ["backend", _esc(result.parameters.backend)]]
     table_rows = []
     for table in order:
         parents = ", ".join(f"{link.parent} ({link.foreign_key})" for link in db.parents_of(table))
@@ -668,7 +412,7 @@ def _database_part(
         table_rows.append([
             _esc(table), str(len(result.originals[table])), str(len(result.tables[table])),
             _esc(db.tables[table].primary_key), _number(db.is_individual_level(table)),
-            _esc(parents or "none"), str(run["k"]), str(run["ncp"]),
+            _esc(parents or "none"), str(run.k), str(run.ncp),
         ])
     body = _table(["parameter", "value"], rows) + _table(
         ["table", "rows", "avatars", "primary key", "individual-level", "parents", "k", "ncp"],
@@ -689,7 +433,7 @@ def _database_part(
     builder.section("timings", "Timings (seconds)",
                     _table(["step", "seconds", "detail"], rows, numeric=(1,)))
 
-    builder.section("summary-matrix", "Privacy summary matrix", _summary_matrix(summary))
+    builder.section("summary-matrix", "Privacy summary matrix", _summary_matrix(summary, result))
 
     link_rows, figures = [], []
     for link in result.links:
@@ -734,22 +478,20 @@ def _database_part(
     parts = []
     for table in order:
         run = result.table_results[table]
-        parameters = {key: run.parameters[key] for key in ("k", "ncp", "categorical",
-                                                            "imputation", "backend")}
+        parameters = {key: run.parameters.as_dict()[key]
+                      for key in ("k", "ncp", "categorical", "imputation", "backend")}  # fmt: skip
         parts.append(_table_part(
-            _variables(result, table, False), _variables(result, table, True), steps,
-            name=f"Table {table}", types=_types(result, table), ncp=run.parameters["ncp"],
+            table_variables(result, table, False), table_variables(result, table, True), steps,
+            name=f"Table {table}", types=table_types(result, table), ncp=run.parameters.ncp,
             parameters=parameters, timings=run.timings,
             privacy=standalone(privacy, table), signal=standalone(signal, table),
-            individual_level=db.is_individual_level(table), backend=result.parameters["backend"],
+            individual_level=db.is_individual_level(table), backend=result.parameters.backend,
             slug=f"{builder.slug}-{slugify(table)}", level=level + 1,
         ).html)
     builder.section("tables", "Tables", "".join(parts))
 
-    failing = int(sum(str(v).endswith("FAIL") for v in summary.to_numpy().ravel()))
-    cells = int(sum(bool(str(v or "")) for v in summary.to_numpy().ravel()))
     lead = (f"{len(order)} tables, {len(result.links)} links; privacy summary: "
-            f"{cells - failing} of {cells} cells pass.")
+            f"{int(summary['passed'].sum())} of {len(summary)} cells pass.")
     return builder.part(name, "database", _esc(lead))
 
 
@@ -819,3 +561,15 @@ def write_database_report(
 ) -> Path:
     """``DatabaseAvatarizationResult.report``: the database part, written to ``path``."""
     return write_html(path, title, [database_part(result, name, progress, **options)])
+
+
+def write_report(result: Any, path: str | Path, **options: Any) -> Path:
+    """Write a self-contained HTML report of an ``avatarize`` result (options as in
+    ``write_table_report``) or of an ``avatarize_database`` result (as in
+    ``write_database_report``) to ``path``. Needs matplotlib: ``pip install
+    'gpu_avatar[report]'``."""
+    from ..relational import DatabaseAvatarizationResult
+
+    if isinstance(result, DatabaseAvatarizationResult):
+        return write_database_report(result, path, **options)
+    return write_table_report(result, path, **options)

@@ -43,12 +43,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend.choice import CPU, Backend, resolve_backend
+from ..backend import CPU, Backend, resolve_backend
 from ..errors import AvatarError, import_extra
 from ..metrics.privacy import PrivacyMetrics
 from ..metrics.privacy import privacy_metrics as local_privacy_metrics
-from ..metrics.reductions import DistanceRanks, _ranks, _tile_pass, default_tile
+from ..metrics.reductions import DistanceRanks, default_tile, host_ranks, tile_pass
 from ..neighbours.distances import rowwise_squared
+from ..parameters import AvatarParameters
 from ..progress import ProgressLike
 from .run import (
     BatchContext,
@@ -133,20 +134,13 @@ class DaskExecutor:
 def avatarize(
     source: str | os.PathLike,
     destination: str | os.PathLike,
-    client: Any = None,
     *,
-    k: int,
-    batch_size: int,
-    ncp: int = 5,
-    seed: int | None = None,
-    types: Mapping[Any, str] | None = None,
-    column_weights: Mapping[Any, float] | None = None,
-    imputation: str = "median",
-    categorical: str = "draw",
-    backend: str | Backend = "auto",
+    client: Any = None,
+    parameters: AvatarParameters | None = None,
     metrics: bool = True,
     resume: bool = False,
     progress: ProgressLike = None,
+    **settings: Any,
 ) -> ParquetAvatarization:
     """``ga.avatarize_parquet`` with every batch a Dask task on ``client`` (a
     ``distributed.Client``; None: a LocalCluster for the call). Same parameters, same output
@@ -155,27 +149,20 @@ def avatarize(
         return avatarize_parquet(
             source,
             destination,
-            k=k,
-            batch_size=batch_size,
-            ncp=ncp,
-            seed=seed,
-            types=types,
-            column_weights=column_weights,
-            imputation=imputation,
-            categorical=categorical,
-            backend=backend,
+            parameters=parameters,
             metrics=metrics,
             resume=resume,
             progress=progress,
             executor=DaskExecutor(active),
             scheduler="dask",
+            **settings,
         )
 
 
 # ------------------------------------------------------------------ privacy metrics
 def rank_block(x_block: np.ndarray, y: np.ndarray, start: int, backend: str, tile: int | None):
     """One task of the distributed reduction: originals ``start .. start + len(x_block)``
-    against every avatar ``y``, tile by tile (the arithmetic of ``reductions._tile_pass``).
+    against every avatar ``y``, tile by tile (the arithmetic of ``reductions.tile_pass``).
 
     Returns the block's own squared distances, local cloaking counts and hidden flags, and for
     every avatar the two smallest squared distances to the block's originals (2, n)."""
@@ -185,7 +172,7 @@ def rank_block(x_block: np.ndarray, y: np.ndarray, start: int, backend: str, til
     y = backend_.asarray(y, dtype=np.float64)
     m = x.shape[0]
     own = rowwise_squared(x, y[start : start + m], xp)
-    cloaking, hidden, best = _tile_pass(
+    cloaking, hidden, best = tile_pass(
         x, y, own, xp.arange(m), backend_, tile or default_tile(backend_), True, first_row=start
     )
     to_numpy = backend_.to_numpy
@@ -200,6 +187,7 @@ def _merge_two_smallest(best: np.ndarray, other: np.ndarray) -> np.ndarray:
 def distance_ranks(
     originals: np.ndarray,
     avatars: np.ndarray,
+    *,
     client: Any,
     block_rows: int | None = None,
     backend: str | Backend = "cpu",
@@ -254,12 +242,13 @@ def distance_ranks(
     finally:
         client.cancel(list(futures))
         client.cancel([shared])
-    return _ranks(CPU, own, cloaking, hidden, best[0], best[1])
+    return host_ranks(CPU, own, cloaking, hidden, best[0], best[1])
 
 
 def privacy_metrics(
     original: pd.DataFrame,
     unshuffled_avatars: pd.DataFrame,
+    *,
     client: Any = None,
     ncp: int = 5,
     known_variables: Any = None,
@@ -284,9 +273,9 @@ def privacy_metrics(
             return distance_ranks(
                 driver_backend.to_numpy(x),
                 driver_backend.to_numpy(y),
-                active,
-                block_rows,
-                task_backend,
+                client=active,
+                block_rows=block_rows,
+                backend=task_backend,
             )
 
         return local_privacy_metrics(

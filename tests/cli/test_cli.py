@@ -145,8 +145,8 @@ def test_bundled_yaml_declares_the_demo_database():
         assert config.database.tables[name].primary_key == table.primary_key
         pd.testing.assert_frame_equal(config.database.tables[name].data, table.data)
     assert config.database.links == expected.links
-    assert config.options == {"seed": 0, "k": dict.fromkeys(expected.tables, 5),
-                              "ncp": dict.fromkeys(expected.tables, 5)}
+    assert config.parameters == ga.AvatarParameters(k=5, ncp=5, seed=0)
+    assert config.overrides == {}
 
 
 # ------------------------------------------------------------------------- bad input
@@ -236,37 +236,39 @@ def test_debug_shows_the_traceback(datasets_path, tmp_path):
 
 
 def _blocking_extras(code: str) -> subprocess.CompletedProcess:
-    prelude = ("import sys\nfor name in ('matplotlib', 'tqdm', 'yaml', 'pyarrow'):\n"
+    prelude = ("import sys\nfor name in ('matplotlib', 'pyarrow', 'numba'):\n"
                "    sys.modules[name] = None\n")
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
                           text=True, timeout=120)
 
 
-def test_core_works_without_the_extras(datasets_path, tmp_path):
-    """Without matplotlib, tqdm, PyYAML and pyarrow the package imports and avatarizes, and
-    each feature that needs one names the extra to install."""
+def test_without_the_optional_extras_the_core_runs_on_the_numpy_fallback(datasets_path,
+                                                                       tmp_path):
+    """Without matplotlib, pyarrow and numba the package imports and avatarizes (numba's
+    kernels replaced by the numpy code), and each feature that needs an extra names it, with
+    a ``MissingExtraError``: an ``ImportError``, not a ``ValueError``."""
     code = f"""
-import gpu_avatar as ga, gpu_avatar.cli, gpu_avatar.report, gpu_avatar.relational.config
+import gpu_avatar as ga, gpu_avatar.cli
+from gpu_avatar.backend import CPU
 import numpy as np, pandas as pd
 df = pd.DataFrame({{"x": np.arange(40.0), "y": np.arange(40) % 3}})
 result = ga.avatarize(df, k=5, seed=0)
-for call in (lambda: result.report("r.html"), lambda: ga.avatarize(df, k=5, progress=True),
-             lambda: gpu_avatar.relational.config.load_database_config("c.yaml")):
-    try:
-        call()
-    except ga.AvatarError as error:
-        print(error)
+print("compiled", CPU.compiled, len(result.avatars))
+try:
+    ga.write_report(result, "r.html")
+except ga.GpuAvatarError as error:
+    print(type(error).__name__, isinstance(error, ImportError), isinstance(error, ValueError))
+    print(error)
 sys.exit(gpu_avatar.cli.main(["avatarize", r"{datasets_path / 'wbcd.csv'}",
                               r"{tmp_path / 'a.parquet'}"]))
 """
     process = _blocking_extras(code)
     assert process.returncode == 1, process.stderr
     assert process.stdout.splitlines() == [
+        "compiled False 40",
+        "MissingExtraError True False",
         "the HTML report needs matplotlib, which is not installed: pip install "
         "'gpu_avatar[report]'",
-        "progress=True needs tqdm, which is not installed: pip install 'gpu_avatar[cli]'",
-        "reading a YAML database configuration needs yaml, which is not installed: pip "
-        "install 'gpu_avatar[cli]'",
     ]
     assert process.stderr == ("gpu-avatar: error: writing Parquet files needs pyarrow, which is "
                               "not installed: pip install 'gpu_avatar[parquet]'\n")

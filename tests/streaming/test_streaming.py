@@ -19,18 +19,11 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
-from gpu_avatar.encoding.encoder import TableEncoder, fresh_identifiers
+from gpu_avatar.encoding import IdentifierValues, TableEncoder, fresh_identifiers
 from gpu_avatar.pipeline.batches import plan_batches
-from gpu_avatar.streaming.run import (
-    INCOMPLETE,
-    MANIFEST,
-    SPILL,
-    SUCCESS,
-    FreshIdentifiers,
-    plan_parquet,
-    read_manifest,
-    spill_name,
-)
+from gpu_avatar.streaming.plan import plan_parquet
+from gpu_avatar.streaming.route import spill_name
+from gpu_avatar.streaming.run import INCOMPLETE, MANIFEST, SPILL, SUCCESS, read_manifest
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -124,9 +117,9 @@ def mixed_run(mixed_source, tmp_path_factory):
 @pytest.mark.parametrize("seed", [0, 5])
 def test_plan_is_the_in_memory_plan(mixed_source, seed):
     df, folder = mixed_source
-    codes = TableEncoder(MIXED_TYPES).fit(df).transform(df).categorical
-    expected = plan_batches(codes, 500, np.random.SeedSequence(seed))
-    streamed = plan_parquet(folder, 500, seed, MIXED_TYPES)
+    encoder = TableEncoder(MIXED_TYPES).fit(df)
+    expected = plan_batches(df, encoder, 500, np.random.SeedSequence(seed))
+    streamed = plan_parquet(folder, batch_size=500, seed=seed, types=MIXED_TYPES)
     assert len(streamed) == len(expected) == 3
     for ours, theirs in zip(streamed, expected, strict=True):
         np.testing.assert_array_equal(ours, theirs)
@@ -136,10 +129,10 @@ def test_plan_is_the_in_memory_plan_on_aids(aids, tmp_path):
     df, types = aids
     folder = write_parts(df, tmp_path / "aids", 2)
     back = pd.read_parquet(folder)
-    codes = TableEncoder(types).fit(back).transform(back).categorical
+    encoder = TableEncoder(types).fit(back)
     for seed in (1, 2):
-        expected = plan_batches(codes, 700, np.random.SeedSequence(seed))
-        streamed = plan_parquet(folder, 700, seed, types)
+        expected = plan_batches(back, encoder, 700, np.random.SeedSequence(seed))
+        streamed = plan_parquet(folder, batch_size=700, seed=seed, types=types)
         assert [len(p) for p in streamed] == [len(p) for p in expected]
         for ours, theirs in zip(streamed, expected, strict=True):
             np.testing.assert_array_equal(ours, theirs)
@@ -152,16 +145,16 @@ def test_mode_ties_decide_the_covering_as_in_memory(tmp_path):
     df = pd.DataFrame({"c": pd.Series(values, dtype="str"), "x": np.arange(n) * 1.0})
     folder = write_parts(df, tmp_path / "ties", 2, row_group_size=7)
     back = pd.read_parquet(folder)
-    codes = TableEncoder().fit(back).transform(back).categorical
+    encoder = TableEncoder().fit(back)
     for seed in range(6):
-        expected = plan_batches(codes, 20, np.random.SeedSequence(seed))
-        streamed = plan_parquet(folder, 20, seed)
+        expected = plan_batches(back, encoder, 20, np.random.SeedSequence(seed))
+        streamed = plan_parquet(folder, batch_size=20, seed=seed, k=5)
         np.testing.assert_array_equal(streamed[0], expected[0])
 
 
 def test_first_batch_covers_every_modality(mixed_source):
     df, folder = mixed_source
-    first = df.iloc[plan_parquet(folder, 300, 3, MIXED_TYPES)[0]]
+    first = df.iloc[plan_parquet(folder, batch_size=300, seed=3, types=MIXED_TYPES)[0]]
     assert len(first) == 300
     for column in ["level", "city", "flag", "small"]:
         assert set(first[column].dropna()) == set(df[column].dropna()), column
@@ -325,20 +318,21 @@ def test_parquet_round_trip_of_awkward_types(tmp_path):
     assert list(pd.read_parquet(tmp_path / "out2").columns) == ["a", "b"]
 
 
-def test_fresh_identifiers_by_position_match_encoding():
+def test_fresh_identifiers_by_position_from_chunks_match_the_whole_column():
     integers = pd.Series([0, 1, 3, 4, 8, -2, 7], dtype="int64")
     floats = pd.Series([0.0, 2.0, 2.5, np.nan, 5.0])
     text = pd.Series(["x", "avatar_3", "avataravatar_1", "y"], dtype="str")
-    for original in (integers, floats, text):
+    expectations = {
+        "integers": [2, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+        "floats": [1, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+        "text": [f"avataravataravatar_{i}" for i in range(12)],
+    }
+    for name, original in zip(expectations, (integers, floats, text), strict=True):
         n = 12
-        expected = fresh_identifiers(original, n)
-        scan = ga.streaming.run._IdentifierScan("c")
-        scan.add(original.iloc[:2])
-        scan.add(original.iloc[2:])
-        fresh = scan.result()
-        assert isinstance(fresh, FreshIdentifiers)
-        got = np.concatenate([fresh.take(0, 5), fresh.take(5, n)])
-        assert got.tolist() == list(expected)
+        assert fresh_identifiers(original, n).tolist() == expectations[name]
+        chunked = IdentifierValues("c").add(original.iloc[:2]).add(original.iloc[2:])
+        got = np.concatenate([chunked.fresh(0, 5), chunked.fresh(5, n)])
+        assert got.tolist() == expectations[name], name
 
 
 # ------------------------------------------------------------------------ resume, errors

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar.backend.choice import (
+from gpu_avatar.backend import (
     BACKEND_ENV_VAR,
     CPU,
     ensure_fits,

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar.backend.choice import Backend, numba_available
+from gpu_avatar.backend import Backend, numba_available
 
 saiph = pytest.importorskip("saiph")
 

@@ -10,7 +10,6 @@ themselves, not only through the run's ``LinkReport``.
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
@@ -21,6 +20,7 @@ from scipy.stats import ks_2samp
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
+from gpu_avatar.relational.scenarios import format_summary
 
 METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")
 TUTORIAL_K = 5
@@ -139,7 +139,6 @@ HOSPITAL_LINKS = [  # parent, key, child, foreign key, method
 HOSPITAL_KEYS = dict(
     hospital="h_id", doctor="d_id", patient="p_id", visit="visit_id", prescription="rx_id"
 )
-HOSPITAL_K = dict(hospital=3, doctor=5, patient=5, visit=5, prescription=5)
 
 
 def hospital_database(tables: dict[str, pd.DataFrame]) -> ga.Database:
@@ -158,7 +157,8 @@ def hospital_database(tables: dict[str, pd.DataFrame]) -> ga.Database:
 def hospital_run():
     tables = make_hospital_database()
     db = hospital_database(tables)
-    return tables, db, ga.avatarize_database(db, k=HOSPITAL_K, ncp=5, seed=3)
+    result = ga.avatarize_database(db, k=5, ncp=5, seed=3, overrides={"hospital": {"k": 3}})
+    return tables, db, result
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -425,33 +425,37 @@ def test_signal_metrics_have_one_entry_per_table_scenario_and_reference():
     assert len(signal.to_frame()) == len(SIGNAL_ENTRIES)
 
 
-_CELL = re.compile(r"^(\w+): ([\d.]+) % \(LC ([\d.]+)\) (pass|FAIL)$")
-
-
 @pytest.mark.parametrize("method", ["linear_sum_assignment", "original_order"])
-def test_metrics_summary_matrix(method):
+def test_metrics_summary_gives_the_worst_scenario_of_every_cell_as_numbers(method):
     _, result = tutorial_run(method)
     privacy = tutorial_privacy(method)
     summary = result.metrics_summary(privacy)
-    assert list(summary.index) == ["patient", "doctor"]  # individual-level tables
-    assert list(summary.columns) == ["patient", "doctor", "visit"]  # every table
-    assert summary.loc["patient", "doctor"] == ""
-    assert summary.loc["doctor", "patient"] == ""
-    for row in summary.index:
-        for column in summary.columns:
-            cell = summary.loc[row, column]
-            entries = [e for e in privacy if (e.table, e.reference) == (row, column)]
-            if not entries:
-                assert cell == ""
-                continue
-            match = _CELL.match(cell)
-            assert match, cell
-            worst = min(entries, key=lambda e: e.metrics.hidden_rate)
-            assert match.group(1) == worst.scenario
-            assert float(match.group(2)) == pytest.approx(worst.metrics.hidden_rate, abs=0.05)
-            passed = worst.metrics.hidden_rate > 90 and worst.metrics.local_cloaking > 5
-            assert match.group(4) == ("pass" if passed else "FAIL")
-        assert summary.loc[row, row].startswith("standalone: ")
+    assert list(summary.columns) == [
+        "table", "reference", "scenario", "hidden_rate", "local_cloaking", "passed",
+    ]  # fmt: skip
+    cells = {(row.table, row.reference): row for row in summary.itertuples()}
+    expected_cells = {(e.table, e.reference) for e in privacy}
+    assert set(cells) == expected_cells
+    assert ("patient", "doctor") not in cells and ("doctor", "patient") not in cells
+    for (table, reference), row in cells.items():
+        entries = [e for e in privacy if (e.table, e.reference) == (table, reference)]
+        worst = min(entries, key=lambda e: e.metrics.hidden_rate)
+        assert row.scenario == worst.scenario
+        assert row.hidden_rate == worst.metrics.hidden_rate
+        assert row.local_cloaking == worst.metrics.local_cloaking
+        assert row.passed == (worst.metrics.hidden_rate > 90 and worst.metrics.local_cloaking > 5)
+    for table in ("patient", "doctor"):
+        assert cells[(table, table)].scenario == "standalone"
+    # the display: individual-level tables x tables, one sentence a cell
+    matrix = format_summary(summary, result)
+    assert list(matrix.index) == ["patient", "doctor"]
+    assert list(matrix.columns) == ["patient", "doctor", "visit"]
+    assert matrix.loc["patient", "doctor"] == ""
+    row = cells[("patient", "visit")]
+    assert matrix.loc["patient", "visit"] == (
+        f"{row.scenario}: {row.hidden_rate:.1f} % (LC {row.local_cloaking:g}) "
+        + ("pass" if row.passed else "FAIL")
+    )
     # without a precomputed list, the summary computes the same one
     pd.testing.assert_frame_equal(result.metrics_summary(), summary)
 
@@ -490,7 +494,7 @@ def test_four_level_schema_metrics_follow_declared_individual_levels(hospital_ru
     assert ("doctor", "to_bottom_id_propagated", "hospital") in entries  # doctor has a parent
     assert ("doctor", "to_top_enriched", "visit") in entries
     assert ("patient", "to_bottom_id_propagated", "prescription") in entries  # grand-children
-    summary = result.metrics_summary(privacy)
+    summary = format_summary(result.metrics_summary(privacy), result)
     assert set(summary.index) == {"doctor", "patient"}
     assert list(summary.columns) == db.topological_order()
     assert summary.loc["patient", "hospital"] == ""
@@ -679,17 +683,21 @@ def test_k_must_be_below_every_tables_row_count_and_may_be_per_table():
     db = small_database(parent, child)
     with pytest.raises(AvatarError, match=r"'parent' has 20 rows: k = 20"):
         ga.avatarize_database(db, k=20, seed=0)
-    with pytest.raises(AvatarError, match="'parent'"):
+    with pytest.raises(AvatarError, match=r"k = 1 is out of range: need 2 <= k"):
         ga.avatarize_database(db, k=1, seed=0)
-    result = ga.avatarize_database(db, k={"parent": 4, "child": 30}, ncp=2, seed=0)
-    assert result.table_results["parent"].parameters["k"] == 4
-    assert result.table_results["child"].parameters["k"] == 30
-    with pytest.raises(AvatarError, match="no value for table 'child'"):
-        ga.avatarize_database(db, k={"parent": 4}, seed=0)
+    result = ga.avatarize_database(db, k=30, ncp=2, seed=0, overrides={"parent": {"k": 4}})
+    assert result.table_results["parent"].parameters.k == 4
+    assert result.table_results["child"].parameters.k == 30
+    with pytest.raises(AvatarError, match=r"'parent' has 20 rows.*overrides=\{'parent': \{'k': 5"):
+        ga.avatarize_database(db, k=30, seed=0)
     with pytest.raises(AvatarError, match="unknown table.*'ghost'"):
-        ga.avatarize_database(db, k={"parent": 4, "child": 5, "ghost": 3}, seed=0)
+        ga.avatarize_database(db, k=4, seed=0, overrides={"ghost": {"k": 3}})
     with pytest.raises(AvatarError, match="'child' has 60 rows: k = 60"):
-        ga.avatarize_database(db, k={"parent": 4, "child": 60}, seed=0)
+        ga.avatarize_database(db, k=4, seed=0, overrides={"child": {"k": 60}})
+    with pytest.raises(AvatarError, match=r"overrides\['child'\] sets \['seed'\]"):
+        ga.avatarize_database(db, k=4, seed=0, overrides={"child": {"seed": 1}})
+    with pytest.raises(AvatarError, match="types are declared per table"):
+        ga.avatarize_database(db, k=4, types={"x": "categorical"})
 
 
 def test_bad_method_name_lists_the_methods():
@@ -768,7 +776,7 @@ def test_large_child_table_in_batches_keeps_integrity_and_contract():
     db.add_table("parent", parents, primary_key="pid")
     db.add_table("child", children, primary_key="cid")
     db.add_link("parent", "pid", "child", "pid")
-    result = ga.avatarize_database(db, k=10, seed=1, batch_size={"child": 500})
+    result = ga.avatarize_database(db, k=10, seed=1, overrides={"child": {"batch_size": 500}})
     assert result.table_results["child"].batches is not None
     assert len(result.table_results["child"].batches) == 3
     child = result.tables["child"]

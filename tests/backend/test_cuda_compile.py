@@ -62,7 +62,7 @@ def compiled() -> dict:
     environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     completed = subprocess.run(
         [sys.executable, "-c", COMPILE_SCRIPT],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         env=environment,
         capture_output=True,
         text=True,

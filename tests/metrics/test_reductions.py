@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_avatar import AvatarError
+from gpu_avatar.backend import Backend, numba_available
 from gpu_avatar.backend import choice as backend
-from gpu_avatar.backend.choice import Backend, numba_available
 from gpu_avatar.metrics import reductions
 from gpu_avatar.metrics.reductions import distance_ranks
 

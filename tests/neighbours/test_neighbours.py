@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import gpu_avatar as ga
+from gpu_avatar.backend import CPU, Backend, numba_available
 from gpu_avatar.backend import choice as backend
-from gpu_avatar.backend.choice import CPU, Backend, numba_available
 from gpu_avatar.neighbours import search as nb
 
 try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its exact re-check

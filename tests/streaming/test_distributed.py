@@ -119,7 +119,7 @@ def test_distance_ranks_with_ties_equal_the_reduction(client):
     x = rng.integers(0, 3, size=(300, 2)).astype(float)  # many exact ties and duplicates
     y = np.vstack([x[:150], rng.integers(0, 3, size=(150, 2)).astype(float)])
     expected = distance_ranks(x, y, engine="brute", tile=64)
-    got = ga.distributed.distance_ranks(x, y, client, block_rows=70, tile=32)
+    got = ga.distributed.distance_ranks(x, y, client=client, block_rows=70, tile=32)
     for name in ("own_distance", "local_cloaking", "hidden", "closest", "second_closest"):
         np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), name)
 

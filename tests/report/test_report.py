@@ -15,8 +15,7 @@ import pytest
 from cli_helpers import check_ok, parse_report, run_cli
 
 import gpu_avatar as ga
-from gpu_avatar.metrics.privacy import PRIVACY_TARGETS
-from gpu_avatar.metrics.signal import SIGNAL_TARGETS
+from gpu_avatar.metrics.targets import PRIVACY_TARGETS, SIGNAL_TARGETS
 
 TABLE_SECTIONS = ["parameters", "timings", "privacy", "signal", "plots"]
 TABLE_PLOTS = ["projection", "distributions", "correlations", "local-cloaking"]
@@ -131,7 +130,7 @@ def test_report_api_for_a_table(datasets_path, tmp_path):
     df = pd.read_csv(datasets_path / "wbcd.csv").iloc[:300]
     types = {"Sample_code_number": "identifier", "Class": "categorical"}
     result = ga.avatarize(df, k=10, ncp=2, seed=0, types=types)
-    path = result.report(tmp_path / "sub" / "report.html", name="WBCD")
+    path = ga.write_report(result, tmp_path / "sub" / "report.html", name="WBCD")
     assert path == tmp_path / "sub" / "report.html"
     parsed = parse_report(path)
     assert [kind for kind, _ in parsed.sections] == TABLE_SECTIONS
@@ -144,6 +143,6 @@ def test_report_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
     result = ga.avatarize(df, k=3, seed=0)
     for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(__import__("sys").modules, name, None)
-    with pytest.raises(ga.AvatarError, match=r"pip install 'gpu_avatar\[report\]'"):
-        result.report(tmp_path / "report.html")
+    with pytest.raises(ga.MissingExtraError, match=r"pip install 'gpu_avatar\[report\]'"):
+        ga.write_report(result, tmp_path / "report.html")
     assert not (tmp_path / "report.html").exists()

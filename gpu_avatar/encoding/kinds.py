@@ -1,0 +1,84 @@
+"""Column kinds and the checks every table passes before it is encoded.
+
+A column is ``continuous`` (numbers; datetimes and timedeltas, as seconds), ``categorical``
+(text held as object, str, string or category; booleans; category) or an ``identifier`` (only
+when declared: left out of the projection, given fresh values). ``detect_kind`` decides from
+the dtype; ``types`` overrides it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..errors import AvatarError, AvatarTypeError
+from ..parameters import KINDS
+
+CONTINUOUS, CATEGORICAL, IDENTIFIER = KINDS
+
+
+def is_datetime(dtype: Any) -> bool:
+    return isinstance(dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(dtype)
+
+
+def is_timedelta(dtype: Any) -> bool:
+    return pd.api.types.is_timedelta64_dtype(dtype)
+
+
+def is_text(dtype: Any) -> bool:
+    """Text held as object, str (pandas 3), string (python or pyarrow) or a category of it."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return is_text(dtype.categories.dtype)
+    return pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype)
+
+
+def detect_kind(series: pd.Series) -> str:
+    """The kind of a column from its dtype (and, for text, its values)."""
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
+        return CATEGORICAL
+    if is_datetime(dtype) or is_timedelta(dtype):
+        return CONTINUOUS
+    if pd.api.types.is_complex_dtype(dtype):
+        raise AvatarError(
+            f"column {series.name!r} has complex dtype {dtype}, which is not supported: split it "
+            "into real and imaginary columns"
+        )
+    if pd.api.types.is_numeric_dtype(dtype):
+        return CONTINUOUS
+    if is_text(dtype):
+        inferred = pd.api.types.infer_dtype(series, skipna=True)
+        if inferred.startswith("mixed") or inferred in ("complex", "bytes", "decimal", "period"):
+            raise AvatarError(
+                f"column {series.name!r} holds values of mixed or unsupported types "
+                f"({inferred}); convert it to one type (e.g. df[{series.name!r}].astype(str))"
+            )
+        return CATEGORICAL
+    raise AvatarError(
+        f"column {series.name!r} has unsupported dtype {dtype}; supported: numbers, bool, "
+        "text, category, datetime and timedelta"
+    )
+
+
+def check_structure(df: Any) -> None:
+    """A DataFrame with uniquely named columns (what any chunk of a table must be)."""
+    if not isinstance(df, pd.DataFrame):
+        raise AvatarTypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    duplicated = df.columns[df.columns.duplicated()].unique().tolist()
+    if duplicated:
+        raise AvatarError(f"duplicate column name(s) {duplicated}; rename them to be unique")
+
+
+def validate_table(df: Any) -> None:
+    """Reject what no projection can handle, naming the column and the fix."""
+    check_structure(df)
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise AvatarError(
+            f"the table is empty (shape {df.shape}); give at least 3 rows and 1 column"
+        )
+    all_missing = df.columns[df.isna().all().to_numpy()].tolist()
+    if all_missing:
+        raise AvatarError(
+            f"column(s) {all_missing} have no non-missing value; drop them before avatarizing"
+        )

@@ -1,0 +1,226 @@
+"""One validated parameter set for every way to avatarize: ``avatarize``, ``avatarize_parquet``,
+``distributed.avatarize``, ``avatarize_database`` (with per-table overrides) and the command
+line. Each parameter's name, default, allowed values and check are written here once; the
+other modules call these checks for their own arguments.
+
+    params = AvatarParameters(k=10, seed=0)      # checked once, frozen
+    ga.avatarize(df, parameters=params)          # or the same names as keywords:
+    ga.avatarize(df, k=10, seed=0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from .errors import AvatarError, AvatarTypeError
+
+# Allowed values, one definition each.
+KINDS = ("continuous", "categorical", "identifier")  # what ``types`` may declare
+IMPUTATIONS = ("median", "mean", "mode", "knn")
+CATEGORICAL_RULES = ("draw", "argmax")
+ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbour searches
+METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")  # exact distance-rank reductions
+BACKENDS = ("auto", "cpu", "gpu")
+# A database table may override these (``types`` are declared with the table; the seed and
+# the backend are the run's).
+TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "engine",
+                   "batch_size")  # fmt: skip
+
+
+def check_integer(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """``value`` as an int within ``[low, high]``; a bool, float or text is refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise AvatarTypeError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"{low} <= {name}" + (f" <= {high}" if high is not None else "")
+        raise AvatarError(f"{name} = {value} is out of range: need {bound}")
+    return int(value)
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise AvatarTypeError(f"{name} must be one of {choices}, got {value!r}")
+    if value not in choices:
+        raise AvatarError(f"{name}={value!r} is not one of {choices}")
+    return value
+
+
+def check_k(k: Any, n_rows: int | None = None) -> int:
+    """Neighbours per avatar: 2 <= k, and k < n when the number of rows is known."""
+    return check_integer("k", k, 2, None if n_rows is None else n_rows - 1)
+
+
+def check_ncp(ncp: Any) -> int:
+    """Projection axes used for the distances: a positive integer."""
+    return check_integer("ncp", ncp, 1)
+
+
+def check_types(types: Any, where: str = "types") -> dict[Any, str]:
+    """A mapping column -> kind (one of ``KINDS``); None is no declaration."""
+    if types is None:
+        return {}
+    if not isinstance(types, Mapping):
+        raise AvatarTypeError(f"{where} must map column names to kinds {KINDS}, got {types!r}")
+    for column, kind in types.items():
+        if kind not in KINDS:
+            raise AvatarError(f"{where}[{column!r}]={kind!r} is not one of {KINDS}")
+    return dict(types)
+
+
+def check_column_weights(weights: Any) -> dict[Any, float]:
+    """A mapping column -> finite weight > 0; None is uniform weights."""
+    if weights is None:
+        return {}
+    if not isinstance(weights, Mapping):
+        raise AvatarTypeError(f"column_weights must map column names to weights, got {weights!r}")
+    checked = {}
+    for column, weight in weights.items():
+        if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, (int, float, np.number)):
+            raise AvatarTypeError(f"column_weights[{column!r}] must be a number, got {weight!r}")
+        if not math.isfinite(weight) or weight <= 0:
+            raise AvatarError(f"column_weights[{column!r}] must be finite and > 0, got {weight}")
+        checked[column] = float(weight)
+    return checked
+
+
+def check_seed(seed: Any) -> int | np.random.SeedSequence | None:
+    """None (fresh entropy), a non-negative integer or a ``SeedSequence``."""
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed
+    return check_integer("seed", seed, 0)
+
+
+def check_batch_size(batch_size: Any, k: int) -> int | None:
+    """None (one batch) or at least 2k rows per batch (each batch's own neighbour search)."""
+    if batch_size is None:
+        return None
+    batch_size = check_integer("batch_size", batch_size, 1)
+    if batch_size < 2 * k:
+        raise AvatarError(
+            f"batch_size = {batch_size} is smaller than 2k = {2 * k}: every batch needs at least "
+            "2k rows for its own neighbour search; raise batch_size or lower k"
+        )
+    return batch_size
+
+
+def check_backend(backend: Any) -> Any:
+    """A backend name (``BACKENDS``) or a resolved ``Backend``."""
+    if isinstance(backend, str):
+        return check_choice("backend", backend, BACKENDS)
+    if hasattr(backend, "xp") and hasattr(backend, "name"):  # a Backend (backend.choice)
+        return backend
+    raise AvatarTypeError(f"backend must be one of {BACKENDS} or a Backend, got {backend!r}")
+
+
+@dataclass(frozen=True)
+class AvatarParameters:
+    """How to avatarize a table; checked when made, immutable after.
+
+    - ``k``: neighbours per avatar (2 <= k < rows; Avatar paper: 20);
+    - ``ncp``: projection axes used for the neighbour search;
+    - ``column_weights``: weight per column in the projection (default 1);
+    - ``types``: column -> "continuous", "categorical" or "identifier" (detected otherwise);
+    - ``imputation``: temporary filling of missing values, one of ``IMPUTATIONS``;
+    - ``categorical``: "draw" a neighbour's modality by weight, or take the "argmax";
+    - ``engine``: the exact neighbour search, one of ``ENGINES``;
+    - ``backend``: "auto", "cpu" or "gpu" (or a resolved ``Backend``);
+    - ``seed``: None (fresh entropy, recorded in the result), an integer or a SeedSequence;
+    - ``batch_size``: above this many rows, the table is avatarized in batches.
+    """
+
+    k: int = 20
+    ncp: int = 5
+    column_weights: Mapping[Any, float] = field(default_factory=dict)
+    types: Mapping[Any, str] = field(default_factory=dict)
+    imputation: str = "median"
+    categorical: str = "draw"
+    engine: str = "auto"
+    backend: Any = "auto"
+    seed: Any = None
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        checked = {
+            "k": check_k(self.k),
+            "ncp": check_ncp(self.ncp),
+            "column_weights": MappingProxyType(check_column_weights(self.column_weights)),
+            "types": MappingProxyType(check_types(self.types)),
+            "imputation": check_choice("imputation", self.imputation, IMPUTATIONS),
+            "categorical": check_choice("categorical", self.categorical, CATEGORICAL_RULES),
+            "engine": check_choice("engine", self.engine, ENGINES),
+            "backend": check_backend(self.backend),
+            "seed": check_seed(self.seed),
+        }
+        checked["batch_size"] = check_batch_size(self.batch_size, checked["k"])
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **changes: Any) -> AvatarParameters:
+        """A copy with ``changes``, checked; an unknown name is refused, naming the valid ones."""
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise AvatarTypeError(
+                f"unknown parameter(s) {unknown}; the parameters are {list(self.names())}"
+            )
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def for_rows(self, n_rows: int) -> AvatarParameters:
+        """Itself, after checking that ``k`` suits a table of ``n_rows`` rows."""
+        check_k(self.k, n_rows)
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values (dicts, the backend's name; the seed left out: results record the
+        entropy they used)."""
+        out = {name: getattr(self, name) for name in self.names() if name != "seed"}
+        out["column_weights"] = dict(self.column_weights)
+        out["types"] = dict(self.types)
+        out["backend"] = getattr(self.backend, "name", self.backend)
+        return out
+
+
+def table_parameters(
+    base: AvatarParameters, overrides: Mapping[str, Mapping[str, Any]] | None, tables: list[str]
+) -> dict[str, AvatarParameters]:
+    """Every table's parameters: ``base`` with the table's ``overrides`` (names from
+    ``TABLE_OVERRIDES``) applied."""
+    overrides = dict(overrides or {})
+    unknown = [t for t in overrides if t not in tables]
+    if unknown:
+        raise AvatarError(f"overrides names unknown table(s) {unknown}; tables: {tables}")
+    out = {}
+    for table in tables:
+        changes = overrides.get(table) or {}
+        if not isinstance(changes, Mapping):
+            raise AvatarTypeError(
+                f"overrides[{table!r}] must map parameter names to values, got {changes!r}"
+            )
+        refused = sorted(set(changes) - set(TABLE_OVERRIDES))
+        if refused:
+            raise AvatarError(
+                f"overrides[{table!r}] sets {refused}, which a table cannot override; a table "
+                f"may override {list(TABLE_OVERRIDES)}"
+            )
+        out[table] = base.replace(**changes)
+    return out
+
+
+def avatar_parameters(parameters: AvatarParameters | None = None, **settings: Any):
+    """The parameters of one call: ``parameters`` (default: the defaults) with the keyword
+    ``settings`` applied."""
+    if parameters is not None and not isinstance(parameters, AvatarParameters):
+        raise AvatarTypeError(
+            f"parameters must be an AvatarParameters, got {type(parameters).__name__}"
+        )
+    return (parameters or AvatarParameters()).replace(**settings)

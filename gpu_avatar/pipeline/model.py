@@ -1,0 +1,129 @@
+"""What a run learns once and every batch shares (``AvatarModel``: the encoder, the projection,
+the parameters), and the avatarization of one batch in that space (``avatarize_rows``):
+project -> exact neighbours -> synthesis -> decode."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..backend import Backend
+from ..backend.memory import ensure_fits
+from ..encoding import EncodedTable, TableEncoder
+from ..errors import AvatarError
+from ..neighbours import nearest_neighbours
+from ..parameters import AvatarParameters, check_seed
+from ..progress import Steps
+from ..projection.projection import Projection, expand_variable_weights, projection_kind
+from ..synthesis import synthesize
+
+logger = logging.getLogger("gpu_avatar")
+
+
+def seed_sequence(seed: Any) -> np.random.SeedSequence:
+    """The run's SeedSequence: fresh entropy when ``seed`` is None."""
+    seed = check_seed(seed)
+    return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+
+
+@contextmanager
+def timed(timings: dict[str, float], step: str, steps: Steps | None = None):
+    """Time a step (adding up over batches) and report it to ``steps``."""
+    if steps is not None:
+        steps.start(step)
+    start = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        if steps is not None:
+            steps.close()
+        raise
+    timings[step] = timings.get(step, 0.0) + time.perf_counter() - start
+    logger.info("%s: %.2f s", step, time.perf_counter() - start)
+    if steps is not None:
+        steps.advance()
+
+
+@dataclass
+class AvatarModel:
+    """The encoder and projection fitted once, and the run's parameters (``ncp`` capped to
+    the projection's components)."""
+
+    encoder: TableEncoder
+    projection: Projection
+    parameters: AvatarParameters
+
+    @property
+    def backend(self) -> Backend:
+        return self.projection.backend
+
+
+def fit_model(
+    df: pd.DataFrame, parameters: AvatarParameters, backend: Backend
+) -> tuple[AvatarModel, EncodedTable]:
+    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch);
+    returns the model and ``df`` encoded (its first batch needs it again)."""
+    encoder = TableEncoder(parameters.types, parameters.imputation)
+    encoded = encoder.fit_transform(df)
+    if not encoder.variable_sources_:
+        raise AvatarError("the table has no variable besides identifier columns")
+    weights = expand_variable_weights(encoder, parameters.column_weights)
+    kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
+    projection = Projection(kind, weights, backend).fit(encoded)
+    effective = parameters.replace(ncp=min(parameters.ncp, projection.n_components_))
+    return AvatarModel(encoder, projection, effective), encoded
+
+
+def avatarize_rows(
+    model: AvatarModel,
+    df: pd.DataFrame,
+    sequence: np.random.SeedSequence,
+    identifiers: Mapping[Any, np.ndarray] | None = None,
+    timings: dict[str, float] | None = None,
+    steps: Steps | None = None,
+    encoded: EncodedTable | None = None,
+) -> pd.DataFrame:
+    """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i.
+    ``encoded``: ``df`` already encoded by the model's encoder, if at hand."""
+    timings = {} if timings is None else timings
+    backend, parameters = model.backend, model.parameters
+    with timed(timings, "projection", steps):
+        encoded = model.encoder.transform(df) if encoded is None else encoded
+        coordinates = model.projection.transform(encoded, parameters.ncp)
+    with timed(timings, "neighbours", steps):
+        indices, distances = nearest_neighbours(
+            coordinates, parameters.k, backend, parameters.engine
+        )
+    with timed(timings, "synthesis", steps):
+        continuous, codes = synthesize(
+            encoded.continuous,
+            encoded.categorical,
+            encoded.n_modalities,
+            indices,
+            distances,
+            sequence,
+            backend,
+            parameters.categorical,
+        )
+    with timed(timings, "decode", steps):
+        return model.encoder.decode(
+            backend.to_numpy(continuous), backend.to_numpy(codes), identifiers, index=df.index
+        )
+
+
+def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, ncp: int):
+    """Refuse, before any work, a batch of ``n_rows`` the device cannot hold. Counted per row
+    (8 bytes a value), over the steps' arrays that can be alive together: the encoded table
+    and its avatars (at most two variables per column: the value and a missing indicator,
+    twice), the coordinates with their chunks and the tree's copy (3 ncp), the tree's order and
+    the queries (2), the neighbours' indices and squared distances in the tree's order and in
+    the caller's, then the distances (5 k)."""
+    per_row = 8 * (4 * n_columns + 3 * ncp + 2 + 5 * k)
+    ensure_fits(backend, n_rows, per_row, f"avatarizing {n_rows:,} rows")

@@ -1,0 +1,92 @@
+"""What a report shows besides the plots: each metric's definition in words, the scenario
+columns of a database, and the metrics of a part (computed, and timed, when not given)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import pandas as pd
+
+from ..metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
+from ..progress import Steps
+
+PRIVACY_DESCRIPTIONS = {
+    "hidden_rate": "% of originals whose closest avatar is not their own",
+    "local_cloaking": "median number of avatars at least as close to an original as its own",
+    "distance_to_closest": "median distance of an avatar to its closest original",
+    "closest_distances_ratio": "median ratio closest / second-closest original, per avatar",
+    "closest_rate": "% of avatars not both very close to one original and far from the rest",
+    "row_direct_match_protection": "% of originals with no identical avatar row",
+    "column_direct_match_protection": "worst variable: % of originals whose unique value is "
+    "not copied into the avatars",
+    "categorical_hidden_rate": "% of originals not singled out on the chosen categorical "
+    "variables (needs categorical_hidden_rate_variables)",
+    "correlation_protection_rate": "% of originals protected from linkage on the known "
+    "variables (needs known_variables)",
+    "inference_continuous": "error of guessing the target through the closest avatar on the "
+    "known variables / error of a marginal guess (1: the link teaches nothing)",
+    "inference_categorical": "accuracy of guessing the target through the closest avatar on "
+    "the known variables (needs known_variables and a categorical target)",
+}
+SIGNAL_DESCRIPTIONS = {
+    "hellinger_mean": "mean over variables of the Hellinger distance between original and "
+    "avatar distributions (0: identical, 1: disjoint)",
+    "hellinger_std": "standard deviation of the per-variable Hellinger distances",
+    "correlation_difference_ratio": "mean |Pearson correlation difference| over pairs of "
+    "continuous variables, in %",
+}
+PRIVACY_SCENARIO_COLUMNS = [
+    "hidden_rate", "local_cloaking", "distance_to_closest", "closest_distances_ratio",
+    "closest_rate", "row_direct_match_protection", "column_direct_match_protection",
+]
+SIGNAL_SCENARIO_COLUMNS = ["hellinger_mean", "hellinger_std", "correlation_difference_ratio"]
+
+
+@contextmanager
+def _clock(timings: dict[str, float], name: str):
+    start = time.perf_counter()
+    yield
+    timings[name] = time.perf_counter() - start
+
+
+def table_metrics(
+    original: pd.DataFrame,
+    unshuffled_avatars: pd.DataFrame,
+    avatars: pd.DataFrame,
+    steps: Steps,
+    *,
+    name: str,
+    types: Mapping[Any, str],
+    ncp: int,
+    backend: Any,
+    privacy: PrivacyMetrics | None,
+    signal: SignalMetrics | None,
+    individual_level: bool,
+    privacy_options: Mapping[str, Any] | None,
+) -> tuple[PrivacyMetrics | None, SignalMetrics, dict[str, float]]:
+    """A table part's privacy (individual-level tables only) and signal metrics, computed when
+    not given, with the seconds each took."""
+    timings: dict[str, float] = {}
+    if privacy is None and individual_level:
+        with steps.step(f"{name}: privacy metrics"), _clock(timings, "privacy metrics"):
+            privacy = privacy_metrics(original, unshuffled_avatars, ncp=ncp, types=dict(types),
+                                      backend=backend, **dict(privacy_options or {}))  # fmt: skip
+    if signal is None:
+        with steps.step(f"{name}: signal metrics"), _clock(timings, "signal metrics"):
+            signal = signal_metrics(original, avatars, types=dict(types))
+    return privacy, signal, timings
+
+
+def database_metrics(result: Any, steps: Steps, name: str, privacy: Any, signal: Any):
+    """A database part's privacy and signal scenarios, computed when not given, timed."""
+    timings: dict[str, float] = {}
+    if privacy is None:
+        with steps.step(f"{name}: privacy scenarios"), _clock(timings, "privacy"):
+            privacy = result.privacy_metrics()
+    if signal is None:
+        with steps.step(f"{name}: signal scenarios"), _clock(timings, "signal"):
+            signal = result.signal_metrics()
+    return privacy, signal, timings
