@@ -1,5 +1,8 @@
-"""Projection: FAMD, with PCA and MCA as its special cases, exact and chunked."""
+"""Projection: FAMD, with PCA and MCA as its special cases, exact and chunked
+(``projection.py``), and the same as scikit-learn estimators on DataFrames
+(``estimators.py``)."""
 
-from .projection import FAMD, MCA, PCA, Projection
+from .estimators import FAMD, MCA, PCA
+from .projection import Projection
 
 __all__ = ["FAMD", "MCA", "PCA", "Projection"]

@@ -14,6 +14,10 @@ For every table in topological order:
    child i's original parent);
 4. drop the enrichment, write fresh primary keys (never an original value) and the chosen
    parent's new key in each foreign key; children of this table link to these new keys.
+
+A child without a parent (a missing foreign key) is kept: its parent's columns are missing,
+and a "has a parent" variable (``presence_name``) is avatarized with the rest, so the avatars
+keep the share of children without a parent; those get a missing foreign key and no parent.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from .assignment import (
     assign_minimum_distance,
     round_preserving_sum,
 )
-from .schema import Database, Link, parent_rows
+from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
 
 logger = logging.getLogger("gpu_avatar")
 COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
@@ -52,6 +56,10 @@ def broadcast_name(parent: str, column: Any) -> str:
 
 def count_name(link: Link) -> str:
     return f"number of {link.child} rows (by {link.foreign_key})"
+
+
+def presence_name(link: Link) -> str:
+    return f"has a {link.parent} (by {link.foreign_key})"
 
 
 @dataclass
@@ -138,9 +146,11 @@ def enriched_table(
         parent = data[link.parent]
         parent_variables = db.variables(link.parent)
         rows = parent_positions[(link.child, link.foreign_key)]
-        broadcast = parent[parent_variables].iloc[rows].reset_index(drop=True)
+        broadcast = take_parents(parent[parent_variables], rows)
         broadcast.columns = [broadcast_name(link.parent, c) for c in parent_variables]
         parts.append(broadcast)
+        if (rows == NO_PARENT).any():
+            parts.append(pd.DataFrame({presence_name(link): rows != NO_PARENT}))
         types.update(
             {
                 broadcast_name(link.parent, c): k
@@ -151,7 +161,7 @@ def enriched_table(
     for link in db.children_of(name):
         if link.method == "linear_sum_assignment":
             rows = parent_positions[(link.child, link.foreign_key)]
-            counts = np.bincount(rows, minlength=len(table)).astype(np.float64)
+            counts = children_counts(rows, len(table)).astype(np.float64)
             parts.append(pd.DataFrame({count_name(link): counts}))
             types[count_name(link)] = CONTINUOUS
     return pd.concat(parts, axis=1), types
@@ -185,8 +195,8 @@ def cardinality_similarity(original_rows, n_original, avatar_rows, n_avatar) -> 
     """1 - Kolmogorov-Smirnov statistic between children-per-parent distributions."""
     from scipy.stats import ks_2samp
 
-    original = np.bincount(original_rows, minlength=n_original)
-    avatar = np.bincount(avatar_rows, minlength=n_avatar)
+    original = children_counts(original_rows, n_original)
+    avatar = children_counts(avatar_rows, n_avatar)
     return float(1.0 - ks_2samp(original, avatar).statistic)
 
 
@@ -205,13 +215,18 @@ def _relink(
     if link.method == "original_order":
         rows = original_rows
     else:
-        parents, children = _shared_coordinates(db, link, parent_avatars, avatars, backend)
+        present = np.ones(len(avatars), dtype=bool)  # the avatar children that have a parent
+        if presence_name(link) in avatars:
+            present = avatars[presence_name(link)].to_numpy(dtype=bool)
+        linked = avatars.iloc[np.flatnonzero(present)]
+        parents, children = _shared_coordinates(db, link, parent_avatars, linked, backend)
         if link.method == "minimum_distance":
             assignment = assign_minimum_distance(children, parents)
         else:
-            counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), len(avatars))
+            counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), len(linked))
             assignment = assign_linear_sum(children, parents, counts, block_size=block_size)
-        rows = assignment.parent
+        rows = np.full(len(avatars), NO_PARENT, dtype=np.int64)
+        rows[present] = assignment.parent
         report.total_cost = assignment.total_cost
         report.n_blocks = assignment.n_blocks
         report.cost_ratio_to_exact = assignment.cost_ratio_to_exact
@@ -243,7 +258,10 @@ def _unshuffled_table(
         if column == primary_key:
             values = pd.Series(keys)
         elif column in parent_of_key:
-            values = pd.Series(new_keys[parent_of_key[column]][avatar_positions[(name, column)]])
+            rows = avatar_positions[(name, column)]
+            values = pd.Series(new_keys[parent_of_key[column]][np.maximum(rows, 0)])
+            if (rows == NO_PARENT).any():  # children without a parent: a missing key
+                values = values.astype(object).mask(pd.Series(rows == NO_PARENT))
         else:
             values = avatars[column].reset_index(drop=True)
         dtype = table[column].dtype
@@ -358,9 +376,11 @@ def avatarize_database(
                 del kept[parent], new_keys[parent]  # its last child is linked
 
     for report in reports:
-        link_child = released[report.child][report.foreign_key]
+        link_child = released[report.child][report.foreign_key].dropna()
         parent_keys = released[report.parent][db.tables[report.parent].primary_key]
-        report.referential_integrity = 100.0 * float(link_child.isin(parent_keys).mean())
+        report.referential_integrity = (
+            100.0 * float(link_child.isin(parent_keys).mean()) if len(link_child) else 100.0
+        )
     return DatabaseAvatarizationResult(
         tables=released,
         sensitive_unshuffled_tables=unshuffled,

@@ -30,6 +30,7 @@ from ..metrics.privacy import PrivacyMetrics, privacy_metrics
 from ..metrics.signal import SignalMetrics, signal_metrics
 from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from .linking import DatabaseAvatarizationResult, broadcast_name
+from .schema import NO_PARENT, children_counts, take_parents
 
 STANDALONE = "standalone"
 TO_TOP_ENRICHED = "to_top_enriched"
@@ -92,8 +93,11 @@ def children_aggregates(
     encoder: TableEncoder,
     prefix: str,
 ) -> pd.DataFrame:
-    """Per parent: number of children, mean of continuous columns, share of each modality."""
-    counts = np.bincount(parent_rows, minlength=n_parents).astype(np.float64)
+    """Per parent: number of children, mean of continuous columns, share of each modality
+    (children without a parent left out)."""
+    with_parent = parent_rows != NO_PARENT
+    children, parent_rows = children[with_parent], parent_rows[with_parent]
+    counts = children_counts(parent_rows, n_parents).astype(np.float64)
     safe = np.where(counts > 0, counts, 1.0)
     out = {f"{prefix}.count": counts}
     for column in encoder.columns_:
@@ -139,7 +143,7 @@ def _bottom_propagated(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         (False, result.original_parent_rows[key]),
         (True, result.avatar_parent_rows[key]),
     ):
-        parent = table_variables(result, link.parent, avatar).iloc[rows].reset_index(drop=True)
+        parent = take_parents(table_variables(result, link.parent, avatar), rows)
         parent.columns = [broadcast_name(link.parent, c) for c in parent.columns]
         frames.append(pd.concat([table_variables(result, link.child, avatar), parent], axis=1))
     types = table_types(result, link.child)

@@ -4,7 +4,8 @@
 ``AvatarError`` naming the table and column: unknown tables or columns, empty tables, primary
 keys not unique or null, a primary key used as a foreign key, the same parent referenced twice
 by one child, cycles, and orphans (foreign key values absent from the parent; they are counted
-and shown, and dropped only when the link says ``drop_orphans=True``).
+and shown, and dropped only when the link says ``drop_orphans=True``). A missing foreign key
+is not an orphan: the row is a child without a parent, kept, and its avatar may have none too.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ class Database:
 
     def _check_orphans(self, link: Link, child: pd.DataFrame, parent: pd.DataFrame) -> pd.DataFrame:
         keys = child[link.foreign_key]
-        orphan = ~keys.isin(parent[link.parent_key]).to_numpy() | keys.isna().to_numpy()
+        orphan = ~keys.isin(parent[link.parent_key]).to_numpy() & keys.notna().to_numpy()
         if not orphan.any():
             return child
         examples = pd.unique(keys[orphan])[:_EXAMPLES].tolist()
@@ -210,8 +211,27 @@ class Database:
         return child.loc[~orphan]
 
 
+NO_PARENT = -1  # the parent position of a child without a parent (a missing foreign key)
+
+
 def parent_rows(
     child: pd.DataFrame, foreign_key: str, parent: pd.DataFrame, key: str
 ) -> np.ndarray:
-    """For every child row, the position of its parent row (keys validated beforehand)."""
-    return pd.Index(parent[key]).get_indexer(child[foreign_key])
+    """For every child row, the position of its parent row, ``NO_PARENT`` where the foreign
+    key is missing (keys validated beforehand)."""
+    rows = pd.Index(parent[key]).get_indexer(child[foreign_key])
+    rows[child[foreign_key].isna().to_numpy()] = NO_PARENT
+    return rows
+
+
+def take_parents(parent: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The parent row of every child (positions ``rows``), missing values for a child
+    without a parent; a fresh index."""
+    taken = parent.iloc[np.maximum(rows, 0)].reset_index(drop=True)
+    orphaned = rows == NO_PARENT
+    return taken.mask(pd.Series(orphaned), axis=0) if orphaned.any() else taken
+
+
+def children_counts(rows: np.ndarray, n_parents: int) -> np.ndarray:
+    """Children of every parent (positions ``rows``; children without a parent left out)."""
+    return np.bincount(rows[rows != NO_PARENT], minlength=n_parents)

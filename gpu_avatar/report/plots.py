@@ -68,7 +68,7 @@ def projection_plot(
     original: pd.DataFrame, avatars: pd.DataFrame, types: Mapping[Any, str], new_figure
 ) -> str:
     """Originals and avatars on the first two axes of a FAMD fitted on the originals."""
-    from ..projection.projection import FAMD
+    from ..projection import FAMD
 
     model = FAMD(n_components=2, types=types).fit(original)
     points = [model.transform(frame).to_numpy() for frame in (original, avatars)]
@@ -232,8 +232,9 @@ def children_per_parent_plot(
     n_avatar: int, new_figure,
 ) -> str:
     """Share of parents with 0, 1, 2, ... children, originals and avatars side by side."""
-    counts = [np.bincount(original_rows, minlength=n_original),
-              np.bincount(avatar_rows, minlength=n_avatar)]
+    from ..relational.schema import children_counts
+
+    counts = [children_counts(original_rows, n_original), children_counts(avatar_rows, n_avatar)]
     support = np.arange(max(int(c.max()) if c.size else 0 for c in counts) + 1)
     figure = new_figure(7.5, 3.6)
     axes = figure.add_subplot()

@@ -174,7 +174,36 @@ def test_n_components_truncates(aids, aids_imputed):
     capped = ga.FAMD(n_components=10_000, types=aids.types).fit(aids_imputed)
     assert capped.n_components_ == full.shape[1]
     with pytest.raises(ga.AvatarError, match="n_components"):
-        ga.FAMD(n_components=0)
+        ga.FAMD(n_components=0).fit(aids_imputed)  # checked by fit, as scikit-learn does
+    with pytest.raises(TypeError, match="n_components"):
+        ga.FAMD(n_components=2.5).fit(aids_imputed)
+
+
+def test_estimators_are_scikit_learn_estimators(aids, aids_imputed):
+    """clone, get_params / set_params, a Pipeline, and NotFittedError before fit."""
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import Pipeline
+
+    famd = ga.FAMD(n_components=3, types=aids.types, imputation="mean")
+    assert famd.get_params() == {"n_components": 3, "column_weights": None, "types": aids.types,
+                                 "imputation": "mean", "backend": "auto"}  # fmt: skip
+    copy = clone(famd).set_params(n_components=4)
+    assert copy.get_params()["n_components"] == 4 and famd.n_components == 3
+    with pytest.raises(NotFittedError):
+        famd.transform(aids_imputed)
+    with pytest.raises(ga.AvatarError, match="imputation"):
+        ga.FAMD(imputation="zero").fit(aids_imputed)  # __init__ stores, fit checks
+    target = aids_imputed["days"]
+    features = aids_imputed.drop(columns="days")
+    types = {c: k for c, k in aids.types.items() if c != "days"}
+    pipeline = Pipeline([("famd", ga.FAMD(n_components=5, types=types)),
+                         ("model", LinearRegression())]).fit(features, target)  # fmt: skip
+    coordinates = ga.FAMD(n_components=5, types=types).fit_transform(features)
+    expected = LinearRegression().fit(coordinates, target).predict(coordinates)
+    np.testing.assert_allclose(pipeline.predict(features), expected, rtol=1e-10)
+    assert list(pipeline[0].get_feature_names_out()) == [f"Dim. {i}" for i in range(1, 6)]
 
 
 @pytest.mark.parametrize("dataset", ["aids", "wbcd"])

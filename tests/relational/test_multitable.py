@@ -604,12 +604,33 @@ def test_orphans_are_counted_and_shown():
     assert "drop_orphans=True" in str(error.value)
 
 
-def test_missing_foreign_key_is_an_orphan():
-    parent, child = small_tables()
+@pytest.mark.parametrize("method", ["linear_sum_assignment", "minimum_distance", "original_order"])
+def test_a_missing_foreign_key_is_a_child_without_a_parent(method):
+    """Kept (not an orphan), its missing rate avatarized like any missing value; every
+    avatar foreign key that is present points at an avatar parent; the metrics run."""
+    parent, child = small_tables(n_parents=40, n_children=600, seed=3)
     child["pid"] = child["pid"].astype(float)
-    child.loc[0, "pid"] = np.nan
-    with pytest.raises(AvatarError, match=r"1 row\(s\) of 'child'"):
-        ga.avatarize_database(small_database(parent, child), k=3, seed=0)
+    without = np.random.default_rng(1).random(len(child)) < 0.2
+    child.loc[without, "pid"] = np.nan
+    before = child.copy()
+    db = small_database(parent, child, method=method)
+    result = ga.avatarize_database(db, k=10, seed=0)
+    pd.testing.assert_frame_equal(child, before)  # the input is not modified
+    avatars = result.tables["child"]
+    assert len(avatars) == len(child) and avatars.dtypes.equals(child.dtypes)
+    share = avatars["pid"].isna().mean()
+    assert abs(share - without.mean()) < 0.06, share
+    present = avatars["pid"].dropna()
+    assert present.isin(result.tables["parent"]["pid"]).all()
+    assert result.links[0].referential_integrity == 100.0
+    # unshuffled: row i is the avatar of child i; original_order keeps each one's presence
+    unshuffled = result.sensitive_unshuffled_tables["child"]
+    if method == "original_order":
+        np.testing.assert_array_equal(unshuffled["pid"].isna().to_numpy(), without)
+    privacy = result.privacy_metrics().to_frame()
+    assert privacy["hidden_rate"].notna().all()
+    signal = result.signal_metrics().to_frame()
+    assert signal["hellinger_mean"].notna().all()
 
 
 def test_drop_orphans_drops_them_with_a_warning():
