@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The Docker cpu image's install line (docker/Dockerfile): CI installs the project with exactly
 # this line first, then the dev extras; tests/test_docker.py keeps the two lines identical.
-RUNTIME_INSTALL := python -m pip install --no-cache-dir '.[cli,report,parquet,fast]'
+RUNTIME_INSTALL := python -m pip install --no-cache-dir '.[report,parquet]'
 
 .PHONY: demo test lint clean
 

@@ -28,6 +28,7 @@ CATEGORICAL_RULES = ("draw", "argmax")
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbour searches
 METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")  # exact distance-rank reductions
 BACKENDS = ("auto", "cpu", "gpu")
+LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")  # parent links
 # A database table may override these (``types`` are declared with the table; the seed and
 # the backend are the run's).
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "engine",

@@ -4,7 +4,7 @@ Functions with a ``progress`` argument (``avatarize``, ``avatarize_database``, t
 writers) accept:
 
 - ``None`` or ``False`` (the default): silent;
-- ``True``: a tqdm bar on stderr, removed when done (``pip install 'gpu_avatar[cli]'``);
+- ``True``: a tqdm bar on stderr, removed when done;
 - a callable ``progress(step, done, total)``, called after each step (``total`` may be None).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import AvatarError, import_extra
+from .errors import AvatarError
 
 ProgressLike = bool | None | Callable[[str, int, int | None], Any]
 
@@ -34,7 +34,9 @@ class Steps:
         self._tqdm = None
         self._bar = None
         if progress is True:
-            self._tqdm = import_extra("tqdm", "cli", "progress=True").tqdm
+            from tqdm import tqdm
+
+            self._tqdm = tqdm
         elif callable(progress):
             self._callback = progress
         elif progress not in (None, False):

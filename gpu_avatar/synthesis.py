@@ -19,11 +19,11 @@ import numpy as np
 
 from .backend import Backend
 from .errors import AvatarError
+from .parameters import CATEGORICAL_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
 _CPU_COMPUTE_ROWS = 1 << 13  # rows per gather on the CPU: temporaries stay cache-sized
-CATEGORICAL_RULES = ("draw", "argmax")
 _STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE = 0, 1, 2
 
 
@@ -98,8 +98,7 @@ def synthesize(
     categorical: str = "draw",
 ):
     """Avatar continuous values (n, pc) and categorical codes (n, pk) as backend arrays."""
-    if categorical not in CATEGORICAL_RULES:
-        raise AvatarError(f"categorical={categorical!r} is not one of {CATEGORICAL_RULES}")
+    check_choice("categorical", categorical, CATEGORICAL_RULES)
     xp = backend.xp
     n, k = neighbour_indices.shape
     continuous = backend.asarray(continuous)

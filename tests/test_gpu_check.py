@@ -14,6 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import gpu_check  # noqa: E402
 
+pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
+
 ARGUMENTS = ["--sizes", "150", "300", "--parity-rows", "200", "--warmup-rows", "150",
              "--skip-tests"]  # fmt: skip
 

@@ -91,8 +91,9 @@ def _probe_gpu() -> tuple[ModuleType | None, str]:
 
 @functools.lru_cache(maxsize=1)
 def numba_available() -> bool:
-    """Whether numba imports (the ``fast`` extra): the CPU then runs the compiled k-d tree
-    searches of ``cpu_kernels.py``."""
+    """Whether numba imports (a dependency; a platform without its wheels falls back): the CPU
+    then runs the compiled kernels of ``cpu_kernels.py``, else the same steps as array
+    code."""
     try:
         import numba  # noqa: F401
     except ImportError:
@@ -106,7 +107,8 @@ def numba_kernels(backend: Backend) -> ModuleType:
         raise AvatarError("engine='numba' runs on the CPU: use backend='cpu' or engine='auto'")
     if not numba_available():
         raise AvatarError(
-            "engine='numba' needs numba: pip install 'gpu_avatar[fast]', or use engine='auto'"
+            "engine='numba' needs numba, which gpu_avatar depends on but cannot import here: "
+            "pip install numba, or use engine='auto'"
         )
     from . import cpu_kernels
     return cpu_kernels

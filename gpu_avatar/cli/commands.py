@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
-from ..encoding import IDENTIFIER, KINDS
+from ..encoding import IDENTIFIER
 from ..errors import AvatarError, GpuAvatarError, import_extra
 from ..parameters import (
     BACKENDS,
@@ -35,6 +35,7 @@ from ..parameters import (
     IMPUTATIONS,
     METRIC_ENGINES,
     AvatarParameters,
+    check_types,
 )
 
 DEFAULTS = AvatarParameters()
@@ -69,9 +70,10 @@ def _pairs(specs: Sequence[Sequence[str]] | None, option: str, value_name: str):
 def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
     types: dict[str, str] = {}
     for spec, column, kind in _pairs(specs, "--types", "KIND"):
-        if kind not in KINDS:
-            raise UsageError(f"--types {spec}: kind {kind!r} is not one of {', '.join(KINDS)}")
-        types[column] = kind
+        try:
+            types.update(check_types({column: kind}, f"--types {spec}: types"))
+        except AvatarError as error:
+            raise UsageError(str(error)) from None
     return types
 
 

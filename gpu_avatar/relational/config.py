@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AvatarError, GpuAvatarError, import_extra
+from ..errors import AvatarError, GpuAvatarError
 from ..files import read_table
 from ..parameters import TABLE_OVERRIDES, AvatarParameters, table_parameters
 from .schema import Database
@@ -70,7 +70,8 @@ def _check_keys(entry: Any, allowed: dict[str, bool], where: str) -> dict[str, A
 
 
 def _parse_yaml(path: Path) -> Any:
-    yaml = import_extra("yaml", "cli", "reading a YAML database configuration")
+    import yaml
+
     if not path.is_file():
         raise AvatarError(f"configuration file {path} does not exist")
     try:

@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..encoding import KINDS
-from ..errors import AvatarError
+from ..errors import AvatarError, AvatarTypeError
+from ..parameters import LINK_METHODS, check_choice, check_types
 
-LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")
 _EXAMPLES = 5
 
 
@@ -67,18 +66,19 @@ class Database:
         if name in self.tables:
             raise AvatarError(f"table {name!r} is already declared")
         if not isinstance(data, pd.DataFrame):
-            raise AvatarError(f"table {name!r}: expected a DataFrame, got {type(data).__name__}")
+            raise AvatarTypeError(
+                f"table {name!r}: expected a DataFrame, got {type(data).__name__}"
+            )
         if primary_key not in data.columns:
             raise AvatarError(
                 f"table {name!r}: primary key {primary_key!r} is not a column "
                 f"(columns: {list(data.columns)})"
             )
-        for column, kind in (types or {}).items():
+        types = check_types(types, f"table {name!r}: types")
+        for column in types:
             if column not in data.columns:
                 raise AvatarError(f"table {name!r}: types names unknown column {column!r}")
-            if kind not in KINDS:
-                raise AvatarError(f"table {name!r}: types[{column!r}]={kind!r} not in {KINDS}")
-        self.tables[name] = Table(name, data, primary_key, individual_level, dict(types or {}))
+        self.tables[name] = Table(name, data, primary_key, individual_level, types)
         return self
 
     def add_link(
@@ -99,8 +99,10 @@ class Database:
         for table in (parent, child):
             if table not in self.tables:
                 raise AvatarError(f"link {parent}->{child}: unknown table {table!r}; add it first")
-        if method not in LINK_METHODS:
-            raise AvatarError(f"link {parent}->{child}: method={method!r} not in {LINK_METHODS}")
+        try:
+            check_choice("method", method, LINK_METHODS)
+        except AvatarError as error:
+            raise type(error)(f"link {parent}->{child}: {error}") from None
         if parent_key != self.tables[parent].primary_key:
             raise AvatarError(
                 f"link {parent}->{child}: {parent_key!r} is not the primary key of {parent!r} "

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
+
 COMPILE_SCRIPT = r"""
 import json, re, types
 import numba.cuda.dispatcher as dispatcher

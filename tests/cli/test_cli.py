@@ -28,6 +28,9 @@ WBCD_TYPES = ["--types", "Sample_code_number=identifier", "Class=categorical"]
 AIDS_TYPES = ["--categorical-max-distinct", "10", "--types", "pidnum=identifier"]
 
 
+pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
+
+
 # ------------------------------------------------------------------------- tables
 def test_avatarize_csv_with_report_is_reproducible_and_metrics_read_it_back(
     datasets_path, tmp_path
@@ -180,7 +183,7 @@ BAD_INPUTS = {
                                    "nosuch=categorical"], 1,
                                   "types names unknown column(s) ['nosuch']"),
     "unknown kind in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
-                                 "Class=ordinal"], 2, "kind 'ordinal' is not one of"),
+                                 "Class=ordinal"], 2, "types['Class']='ordinal' is not one of"),
     "unsupported file type": (["avatarize", "{wbcd}", "{tmp}/a.xlsx"], 1,
                               "unsupported file type"),
     "output is the input": (["avatarize", "{tmp}/in.csv", "{tmp}/in.csv"], 1,

@@ -342,7 +342,13 @@ def test_inference_metrics_kinds_and_values():
     continuous = ga.privacy_metrics(df, noisy, ncp=3, known_variables=["x", "y"], target="w")
     assert isinstance(continuous.inference_continuous, float)
     assert continuous.inference_categorical is None
-    assert continuous.inference_continuous > 0
+    # w was shuffled: the link teaches nothing, the guess is worse than the median's
+    assert continuous.inference_continuous > 1.0
+    # the targets themselves released: the link finds every w exactly
+    leaked = ga.privacy_metrics(df, df, ncp=3, known_variables=["x", "y"], target="w")
+    assert leaked.inference_continuous == 0.0
+    leaked = ga.privacy_metrics(df, df, ncp=3, known_variables=["x", "y"], target="g")
+    assert leaked.inference_categorical == 1.0
 
     categorical = ga.privacy_metrics(df, noisy, ncp=3, known_variables=["x", "y"], target="g")
     assert isinstance(categorical.inference_categorical, float)
@@ -436,7 +442,10 @@ def test_signal_is_order_free():
     )
     assert sm.hellinger_mean > 0 and sm.correlation_difference_ratio > 0
     # fewer avatars than originals is fine for the signal (no row link needed)
-    ga.signal_metrics(df, avatars.iloc[:50])
+    subset = ga.signal_metrics(df, df.iloc[:50]).hellinger_per_variable["g"]
+    share = df["g"].value_counts(normalize=True)
+    share_50 = df["g"].iloc[:50].value_counts(normalize=True).reindex(share.index, fill_value=0)
+    assert subset == pytest.approx(_h(share.to_numpy(), share_50.to_numpy()), abs=1e-12)
 
 
 def _h(p, q) -> float:

@@ -171,7 +171,7 @@ def test_compiled_walk_on_deep_trees_equals_naive_reference(leaf_size, data):
 
 def test_numba_engine_without_numba_says_how_to_install_it():
     with mock.patch.object(backend, "numba_available", return_value=False):
-        with pytest.raises(ga.AvatarError, match=r"gpu_avatar\[fast\]"):
+        with pytest.raises(ga.AvatarError, match=r"pip install numba"):
             nb.nearest_neighbours(random_float(n=10, dim=2), 3, CPU, "numba")
 
 

@@ -17,6 +17,8 @@ from cli_helpers import check_ok, parse_report, run_cli
 import gpu_avatar as ga
 from gpu_avatar.metrics.targets import PRIVACY_TARGETS, SIGNAL_TARGETS
 
+pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
+
 TABLE_SECTIONS = ["parameters", "timings", "privacy", "signal", "plots"]
 TABLE_PLOTS = ["projection", "distributions", "correlations", "local-cloaking"]
 DATABASE_SECTIONS = ["parameters", "timings", "summary-matrix", "links", "privacy-scenarios",
@@ -34,8 +36,9 @@ def demo_output(tmp_path_factory):
 
 
 def test_demo_writes_tables_summary_and_report(demo_output):
-    for name in ("aids", "patient", "doctor", "visit"):
-        assert len(pd.read_csv(demo_output / f"{name}_avatars.csv")) > 0
+    rows = {"aids": 2139, "patient": 130, "doctor": 50, "visit": 300}
+    for name, n in rows.items():
+        assert len(pd.read_csv(demo_output / f"{name}_avatars.csv")) == n, name
     summary = (demo_output / "summary.txt").read_text()
     assert summary.startswith("# AIDS (ACTG 175): 2139 rows") and "Privacy summary" in summary
     assert (demo_output / "report.html").stat().st_size > 100_000

@@ -18,11 +18,14 @@ import gpu_avatar as ga
 from gpu_avatar import AvatarError
 from gpu_avatar.errors import MissingExtraError
 from gpu_avatar.metrics.reductions import distance_ranks
-from gpu_avatar.streaming.run import INCOMPLETE, SPILL, SUCCESS, read_manifest, spill_name
+from gpu_avatar.streaming.route import spill_name
+from gpu_avatar.streaming.run import INCOMPLETE, SPILL, SUCCESS, read_manifest
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
 
+
+pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 
 @pytest.fixture(scope="module")
 def client():
