@@ -53,7 +53,9 @@ class KDTree:
     """Flat k-d tree over ``points`` stored in leaf order: node ``m`` holds the rows
     ``start[m]:stop[m]`` of ``points`` inside the box ``[lower[m], upper[m]]``; ``left[m] = -1``
     marks a leaf (else ``right[m]`` is its other child). ``order[p]`` is the caller's index of
-    the point stored at row p."""
+    the point stored at row p; ``low_index[m]`` the lowest caller index in node m (ties at
+    distance 0 among duplicates are decided by index: a node of duplicates whose lowest index
+    is too high is skipped whole)."""
 
     points: np.ndarray
     order: np.ndarray
@@ -63,17 +65,19 @@ class KDTree:
     right: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    low_index: np.ndarray
 
     @classmethod
     def build(cls, points: np.ndarray) -> KDTree:
         points = np.ascontiguousarray(points, dtype=np.float64)
-        order, *nodes = _build(points, LEAF_SIZE)
+        with _LOCK:
+            order, *nodes = _build(points, LEAF_SIZE)
         return cls(points[order], order, *nodes)
 
     def walk(self):
         """The arrays the compiled searches take, in their order."""
         return (self.points, self.order, self.start, self.stop, self.left, self.right,
-                self.lower, self.upper)  # fmt: skip
+                self.lower, self.upper, self.low_index)  # fmt: skip
 
     def unsort(self, *per_row):
         """Arrays indexed by stored row, put back in the caller's order."""
@@ -146,11 +150,11 @@ def pair_squared(a, i, b, j, cap):
     early, returning a partial sum, once it exceeds ``cap`` (the terms are >= 0, so the full
     sum would exceed it too: every comparison with ``cap`` is decided the same)."""
     total = 0.0
-    for d in range(a.shape[1]):
+    d = 0
+    while d < a.shape[1] and total <= cap:
         diff = exact_sub(a[i, d], b[j, d])
         total = exact_add(total, exact_mul(diff, diff))
-        if total > cap:
-            break
+        d += 1
     return total
 
 
@@ -189,7 +193,15 @@ def children_low(q, i, lower, upper, a, b):
     return low_a, low_b
 
 
-def rank_query(y, order, start, stop, left, right, lower, upper, x, own, p, stack):
+def is_point(lower, upper, node):
+    """Whether every point of the node is one and the same point (a box of no width)."""
+    for d in range(lower.shape[1]):
+        if lower[node, d] != upper[node, d]:
+            return False
+    return True
+
+
+def rank_query(y, order, start, stop, left, right, lower, upper, low_index, x, own, p, stack):
     """(local cloaking, hidden) of the original ``x[p]`` against the avatars ``y`` stored in
     the tree, its own avatar being stored row ``p`` (``reductions.py``'s rules: every other
     avatar at most as far counts; one strictly closer, or as close with a lower caller index,
@@ -205,24 +217,28 @@ def rank_query(y, order, start, stop, left, right, lower, upper, x, own, p, stac
         low, high = box_squared(x, p, lower, upper, node)
         if low > radius * (1 + MARGIN):
             continue
+        inside = stop[node] - start[node]
+        if start[node] <= p < stop[node]:
+            inside -= 1
         if high < radius * (1 - MARGIN):  # every avatar inside is strictly closer
-            inside = stop[node] - start[node]
-            if start[node] <= p < stop[node]:
-                inside -= 1
             count += inside
             hides = hides or inside > 0
             continue
-        if left[node] < 0:
-            for q in range(start[node], stop[node]):
-                if q == p:
+        point = is_point(lower, upper, node)  # duplicates: one distance decides them all
+        if left[node] < 0 or point:
+            last = start[node] + 1 if point else stop[node]
+            for q in range(start[node], last):
+                if q == p and not point:
                     continue
                 d2 = pair_squared(x, p, y, q, radius)
+                weight = inside if point else 1
+                lowest = low_index[node] if point else order[q]
                 if d2 < radius:
-                    count += 1
-                    hides = True
-                elif d2 == radius:
-                    count += 1
-                    hides = hides or order[q] < order[p]
+                    count += weight
+                    hides = hides or weight > 0
+                elif d2 == radius:  # a tie hides when its index is lower than the original's
+                    count += weight
+                    hides = hides or lowest < order[p]
             continue
         stack[top] = left[node]
         stack[top + 1] = right[node]
@@ -230,7 +246,9 @@ def rank_query(y, order, start, stop, left, right, lower, upper, x, own, p, stac
     return count, hides
 
 
-def two_nearest_query(x, order, start, stop, left, right, lower, upper, y, p, nodes, bounds):
+def two_nearest_query(
+    x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
+):
     """The two smallest squared distances from ``y[p]`` to the points ``x`` stored in the
     tree; nearest box first, a node skipped when its box is farther than the runner-up."""
     best = np.inf
@@ -243,8 +261,11 @@ def two_nearest_query(x, order, start, stop, left, right, lower, upper, y, p, no
         node = nodes[top]
         if bounds[top] > runner_up * (1 + MARGIN):
             continue
-        if left[node] < 0:
-            for q in range(start[node], stop[node]):
+        if left[node] < 0 or is_point(lower, upper, node):
+            last = stop[node]
+            if is_point(lower, upper, node):  # duplicates: two of them say all
+                last = min(last, start[node] + 2)
+            for q in range(start[node], last):
                 d2 = pair_squared(y, p, x, q, runner_up)
                 if d2 < best:
                     runner_up = best
@@ -265,13 +286,14 @@ def two_nearest_query(x, order, start, stop, left, right, lower, upper, y, p, no
     return best, runner_up
 
 
-def knn_query(points, order, start, stop, left, right, lower, upper, q, k, best_d, best_i,
-              nodes, bounds):  # fmt: skip
+def knn_query(points, order, start, stop, left, right, lower, upper, low_index, q, k, best_d,
+              best_i, nodes, bounds):  # fmt: skip
     """The k nearest others of the point stored at row ``q``, written to ``best_d`` (squared
     distances) and ``best_i`` (caller indices) ordered by (distance, index); the point itself
     excluded by its row, its duplicates not. Nearest box first; a node is skipped when its box
     is farther than the current k-th distance (with the margin: a tie inside it could still
-    enter by a lower index)."""
+    enter by a lower index), or, once that distance is 0, when its lowest index is too high;
+    a node of duplicates is measured once."""
     n = points.shape[0]
     for slot in range(k):
         best_d[slot] = np.inf
@@ -284,12 +306,19 @@ def knn_query(points, order, start, stop, left, right, lower, upper, q, k, best_
         node = nodes[top]
         if bounds[top] > best_d[k - 1] * (1 + MARGIN):
             continue
-        if left[node] < 0:
+        if best_d[k - 1] == 0.0 and low_index[node] > best_i[k - 1]:
+            continue  # only ties at distance 0 could enter, and none has a lower index
+        point = is_point(lower, upper, node)
+        if left[node] < 0 or point:
+            measured = False  # a node of duplicates is measured once (a partial sum over
+            d2 = 0.0  # the cap stays over it: the cap only shrinks)
             for j in range(start[node], stop[node]):
                 if j == q:
                     continue
                 cap = best_d[k - 1]
-                d2 = pair_squared(points, q, points, j, cap)
+                if not (point and measured):
+                    d2 = pair_squared(points, q, points, j, cap)
+                    measured = True
                 index = order[j]
                 if d2 > cap or (d2 == cap and index > best_i[k - 1]):
                     continue
@@ -315,10 +344,11 @@ def knn_query(points, order, start, stop, left, right, lower, upper, q, k, best_
         top += 2
 
 
-# Compiled inline into their callers, on the CPU here (numba's generic registry) and on the GPU
-# by ``cuda_kernels.py``.
-# Inlined in numba's IR: as fast as the walk written out in one kernel.
-SHARED_WALKS = (pair_squared, box_squared, children_low, rank_query, two_nearest_query, knn_query)
+# Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
+# numba's IR: as fast as the walk written out in one kernel) and on the GPU by
+# ``cuda_kernels.py``.
+SHARED_WALKS = (pair_squared, box_squared, children_low, is_point, rank_query,
+                two_nearest_query, knn_query)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
 
@@ -352,8 +382,10 @@ def _select(order, points, dim, lo, hi, kth):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _build(points, leaf_size):
+    """Nodes created, then split, in breadth-first order, the nodes of one level in parallel
+    (their rows are disjoint): the same tree whatever the number of threads."""
     n, dim = points.shape
     order = np.arange(n)
     capacity = 4 * (n // leaf_size + 1)
@@ -363,37 +395,53 @@ def _build(points, leaf_size):
     right = np.full(capacity, -1, np.int64)
     lower = np.empty((capacity, dim))
     upper = np.empty((capacity, dim))
+    low_index = np.empty(capacity, np.int64)
     stop[0] = n
-    count = 1
-    node = 0
-    while node < count:  # nodes are created, then split, in breadth-first order
-        s, e = start[node], stop[node]
-        for d in range(dim):
-            lower[node, d] = points[order[s], d]
-            upper[node, d] = points[order[s], d]
-        for p in range(s + 1, e):
+    first, count = 0, 1  # the current level: nodes first .. count - 1
+    while first < count:
+        width = count - first
+        for i in prange(width):
+            node = first + i
+            s, e = start[node], stop[node]
+            lowest = order[s]
             for d in range(dim):
-                v = points[order[p], d]
-                lower[node, d] = min(lower[node, d], v)
-                upper[node, d] = max(upper[node, d], v)
-        if e - s > leaf_size:
+                lower[node, d] = points[order[s], d]
+                upper[node, d] = points[order[s], d]
+            for row in range(s + 1, e):
+                lowest = min(lowest, order[row])
+                for d in range(dim):
+                    v = points[order[row], d]
+                    lower[node, d] = min(lower[node, d], v)
+                    upper[node, d] = max(upper[node, d], v)
+            low_index[node] = lowest
+        children = np.full(width, -1, np.int64)
+        following = count
+        for i in range(width):  # children numbered in the level's order
+            if stop[first + i] - start[first + i] > leaf_size:
+                children[i] = following
+                following += 2
+        for i in prange(width):
+            if children[i] < 0:
+                continue
+            node = first + i
+            s, e = start[node], stop[node]
             widest = 0
             for d in range(1, dim):
                 if upper[node, d] - lower[node, d] > upper[node, widest] - lower[node, widest]:
                     widest = d
             middle = (s + e) // 2
             _select(order, points, widest, s, e, middle)
-            left[node], right[node] = count, count + 1
-            start[count], stop[count] = s, middle
-            start[count + 1], stop[count + 1] = middle, e
-            count += 2
-        node += 1
+            left[node], right[node] = children[i], children[i] + 1
+            start[children[i]], stop[children[i]] = s, middle
+            start[children[i] + 1], stop[children[i] + 1] = middle, e
+        first, count = count, following
     return (order, start[:count].copy(), stop[:count].copy(), left[:count].copy(),
-            right[:count].copy(), lower[:count].copy(), upper[:count].copy())  # fmt: skip
+            right[:count].copy(), lower[:count].copy(), upper[:count].copy(),
+            low_index[:count].copy())  # fmt: skip
 
 
 @njit(cache=True, parallel=True)
-def _ranks(y, order, start, stop, left, right, lower, upper, x, own, blocks):
+def _ranks(y, order, start, stop, left, right, lower, upper, low_index, x, own, blocks):
     """``rank_query`` for every original, original row p's own avatar being stored row p."""
     n = x.shape[0]
     cloaking = np.zeros(n, np.int64)
@@ -402,13 +450,13 @@ def _ranks(y, order, start, stop, left, right, lower, upper, x, own, blocks):
         stack = np.empty(STACK, np.int64)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
             cloaking[p], hidden[p] = rank_query(
-                y, order, start, stop, left, right, lower, upper, x, own, p, stack
+                y, order, start, stop, left, right, lower, upper, low_index, x, own, p, stack
             )
     return cloaking, hidden
 
 
 @njit(cache=True, parallel=True)
-def _two_nearest(x, order, start, stop, left, right, lower, upper, y, blocks):
+def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y, blocks):
     """``two_nearest_query`` for every avatar row p."""
     n = y.shape[0]
     first = np.empty(n)
@@ -418,7 +466,7 @@ def _two_nearest(x, order, start, stop, left, right, lower, upper, y, blocks):
         bounds = np.empty(STACK)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
             first[p], second[p] = two_nearest_query(
-                x, order, start, stop, left, right, lower, upper, y, p, nodes, bounds
+                x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
             )
     return first, second
 
@@ -435,14 +483,17 @@ def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
 
 
 @njit(cache=True, parallel=True)
-def _nearest_others_of(points, order, start, stop, left, right, lower, upper, queries, k):
+def _nearest_others_of(
+    points, order, start, stop, left, right, lower, upper, low_index, queries, k
+):
     indices = np.empty((queries.size, k), np.int64)
     squared = np.empty((queries.size, k))
     for r in prange(queries.size):
         nodes = np.empty(STACK, np.int64)
         bounds = np.empty(STACK)
         knn_query(
-            points, order, start, stop, left, right, lower, upper, queries[r], k, squared[r],
+            points, order, start, stop, left, right, lower, upper, low_index, queries[r], k,
+            squared[r],
             indices[r], nodes, bounds,
         )  # fmt: skip
     return indices, squared
@@ -602,14 +653,14 @@ def nearest_others(points: np.ndarray, k: int):
 
 @njit(cache=True, parallel=True)
 def _nearest_others(
-    points, order, start, stop, left, right, lower, upper, columns, leaves, largest, k
+    points, order, start, stop, left, right, lower, upper, low_index, columns, leaves, largest, k
 ):
     n = points.shape[0]
     indices = np.empty((n, k), np.int64)
     squared = np.empty((n, k))
     for item in prange(leaves.size):
         _leaf_neighbours(
-            leaves[item], points, order, start, stop, left, right, lower, upper, columns,
+            leaves[item], points, order, start, stop, left, right, lower, upper, low_index, columns,
             largest, k, indices, squared,
         )  # fmt: skip
     return indices, squared
@@ -628,19 +679,23 @@ def _box_gap(lower, upper, a, b):
 
 @njit(cache=True)
 def _leaf_neighbours(
-    own, points, order, start, stop, left, right, lower, upper, columns, largest, k, indices,
+    own, points, order, start, stop, left, right, lower, upper, low_index, columns, largest, k,
+    indices,
     squared,
 ):
     """The k nearest others of the points stored in leaf ``own``, written at their caller's
     rows. Nodes are visited nearest box first; a node is skipped when its box is farther from
     the leaf's box than the largest current k-th distance, a leaf's point when it is farther
-    from that query than the query's own k-th distance (both with the 1e-9 margin)."""
+    from that query than the query's own k-th distance (both with the 1e-9 margin), and once
+    that distance is 0, when the node's lowest index is above the query's k-th (only a tie of
+    lower index could enter). A leaf of duplicates is measured once per query."""
     dim = points.shape[1]
     s, m = start[own], stop[own] - start[own]
     best_d = np.full((m, k), np.inf)
     best_i = np.full((m, k), points.shape[0])
     kth = np.full(m, np.inf)
     bound = np.inf
+    worst = points.shape[0]  # the highest k-th index of the queries, once all k-th are 0
     box_low = np.empty(m)
     pair = np.empty(largest)
     node_stack = np.empty(STACK, np.int64)
@@ -649,7 +704,7 @@ def _leaf_neighbours(
     while top:
         top -= 1
         node = node_stack[top]
-        if gap_stack[top] > bound * (1 + MARGIN):
+        if gap_stack[top] > bound * (1 + MARGIN) or (bound == 0.0 and low_index[node] > worst):
             continue
         if left[node] >= 0:
             near, far = left[node], right[node]
@@ -662,6 +717,7 @@ def _leaf_neighbours(
             top += 2
             continue
         first, size = start[node], stop[node] - start[node]
+        measured = 1 if is_point(lower, upper, node) else size  # duplicates: one distance
         for p in range(m):  # squared distance from every query to this leaf's box
             box_low[p] = 0.0
         for d in range(dim):
@@ -673,23 +729,27 @@ def _leaf_neighbours(
         for p in range(m):
             if box_low[p] > kth[p] * (1 + MARGIN):
                 continue
+            if kth[p] == 0.0 and low_index[node] > best_i[p, k - 1]:
+                continue
             # distances.py's sum, dimension by dimension (0.0 + square == square)
             v = columns[0, s + p]
-            for j in range(size):
+            for j in range(measured):
                 diff = columns[0, first + j] - v
                 pair[j] = diff * diff
             for d in range(1, dim):
                 v = columns[d, s + p]
-                for j in range(size):
+                for j in range(measured):
                     diff = columns[d, first + j] - v
                     pair[j] += diff * diff
-            cap, worst = best_d[p, k - 1], best_i[p, k - 1]
+            for j in range(measured, size):
+                pair[j] = pair[0]
+            cap, worst_p = best_d[p, k - 1], best_i[p, k - 1]
             for j in range(size):
                 d2 = pair[j]
                 if d2 > cap or first + j == s + p:
                     continue
                 index = order[first + j]
-                if d2 == cap and index > worst:
+                if d2 == cap and index > worst_p:
                     continue
                 slot = k - 1
                 while slot > 0 and (
@@ -700,11 +760,12 @@ def _leaf_neighbours(
                     best_i[p, slot] = best_i[p, slot - 1]
                     slot -= 1
                 best_d[p, slot], best_i[p, slot] = d2, index
-                cap, worst = best_d[p, k - 1], best_i[p, k - 1]
+                cap, worst_p = best_d[p, k - 1], best_i[p, k - 1]
             kth[p] = cap
-        bound = 0.0
+        bound, worst = 0.0, 0
         for p in range(m):
             bound = max(bound, kth[p])
+            worst = max(worst, best_i[p, k - 1])
     for p in range(m):
         indices[order[s + p]] = best_i[p]
         squared[order[s + p]] = best_d[p]

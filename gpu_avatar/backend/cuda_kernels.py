@@ -66,24 +66,26 @@ _register_for_cuda()
 
 # ------------------------------------------------------------------------------- kernels
 @cuda.jit
-def _rank_kernel(y, order, start, stop, left, right, lower, upper, x, own, cloaking, hidden):
+def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x, own, cloaking,
+                 hidden):  # fmt: skip
     p = cuda.grid(1)
     if p < x.shape[0]:
         stack = cuda.local.array(STACK, np.int64)
-        count, hides = rank_query(y, order, start, stop, left, right, lower, upper, x, own, p,
-                                  stack)  # fmt: skip
+        count, hides = rank_query(y, order, start, stop, left, right, lower, upper, low_index, x,
+                                  own, p, stack)  # fmt: skip
         cloaking[p] = count
         hidden[p] = hides
 
 
 @cuda.jit
-def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, y, first, second):
+def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_index, y, first,
+                        second):  # fmt: skip
     p = cuda.grid(1)
     if p < y.shape[0]:
         nodes = cuda.local.array(STACK, np.int64)
         bounds = cuda.local.array(STACK, np.float64)
-        best, runner_up = two_nearest_query(x, order, start, stop, left, right, lower, upper, y,
-                                            p, nodes, bounds)  # fmt: skip
+        best, runner_up = two_nearest_query(x, order, start, stop, left, right, lower, upper,
+                                            low_index, y, p, nodes, bounds)  # fmt: skip
         first[p] = best
         second[p] = runner_up
 
@@ -93,16 +95,16 @@ def _knn_kernel(capacity: int):
     """The kNN kernel whose per-thread top-k holds up to ``capacity`` neighbours."""
 
     @cuda.jit
-    def kernel(points, order, start, stop, left, right, lower, upper, queries, k, indices,
-               squared):  # fmt: skip
+    def kernel(points, order, start, stop, left, right, lower, upper, low_index, queries, k,
+               indices, squared):  # fmt: skip
         t = cuda.grid(1)
         if t < queries.shape[0]:
             best_d = cuda.local.array(capacity, np.float64)
             best_i = cuda.local.array(capacity, np.int64)
             nodes = cuda.local.array(STACK, np.int64)
             bounds = cuda.local.array(STACK, np.float64)
-            knn_query(points, order, start, stop, left, right, lower, upper, queries[t], k,
-                      best_d, best_i, nodes, bounds)  # fmt: skip
+            knn_query(points, order, start, stop, left, right, lower, upper, low_index,
+                      queries[t], k, best_d, best_i, nodes, bounds)  # fmt: skip
             for slot in range(k):
                 indices[t, slot] = best_i[slot]
                 squared[t, slot] = best_d[slot]

@@ -29,7 +29,7 @@ from gpu_avatar.backend import cuda_kernels as ck
 
 f2, f1 = nt.float64[:, ::1], nt.float64[::1]
 i2, i1, b1 = nt.int64[:, ::1], nt.int64[::1], nt.boolean[::1]
-tree = (f2, i1, i1, i1, i1, i1, f2, f2)  # points, order, start, stop, left, right, boxes
+tree = (f2, i1, i1, i1, i1, i1, f2, f2, i1)  # points, order, nodes, boxes, lowest indices
 kernels = {
     "rank": (ck._rank_kernel, tree + (f2, f1, i1, b1)),
     "two nearest": (ck._two_nearest_kernel, tree + (f2, f1, f1)),

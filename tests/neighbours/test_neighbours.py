@@ -69,10 +69,17 @@ def duplicate_rows(n=400, distinct=40, dim=2, seed=2):
     return base[rng.integers(0, distinct, size=n)]
 
 
+def few_points(n=600, distinct=4, dim=3, seed=3):
+    """Copies of a handful of points, far more than a tree leaf holds: whole subtrees of one
+    point, where ties at distance 0 are decided by index alone."""
+    return duplicate_rows(n, distinct, dim, seed)
+
+
 DATA = {
     "random_float": random_float,
     "integer_ties": integer_ties,
     "duplicate_rows": duplicate_rows,
+    "few_points": few_points,
 }
 
 
