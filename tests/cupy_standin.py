@@ -21,7 +21,8 @@ device without going wrong on numpy:
   (``module.device_free``, ``module.pool_free``); ``module.largest`` is the largest array
   allocated, in elements;
 - kernel launches: under numba's CUDA simulator a device array passes to a kernel as the
-  numpy buffer it wraps (an ``ArgHint``), so kernels write into it.
+  numpy buffer it wraps (an ``ArgHint``), so kernels write into it; the current stream is
+  ``module.current_stream`` (pointer 0, CuPy's legacy default, unless a test sets one).
 
 ``make_cupy("14.2.0")`` returns a fresh module object.
 """
@@ -519,9 +520,13 @@ def make_cupy(version: str = "14.2.0") -> types.ModuleType:
         getDeviceProperties=lambda device: {
             "name": b"CuPy stand-in (numpy)", "major": 9, "minor": 0,
             "totalGlobalMem": cp.device_total, "multiProcessorCount": 132,
+            "maxThreadsPerMultiProcessor": 2048,
         },  # fmt: skip
         driverGetVersion=lambda: 13000,
         runtimeGetVersion=lambda: 13000,
     )
-    cp.cuda = types.SimpleNamespace(runtime=runtime, Device=Device)
+    # CuPy's current stream: the legacy default (pointer 0) unless a test sets another
+    cp.current_stream = types.SimpleNamespace(ptr=0)
+    cp.cuda = types.SimpleNamespace(runtime=runtime, Device=Device,
+                                    get_current_stream=lambda: cp.current_stream)  # fmt: skip
     return cp

@@ -50,7 +50,7 @@ def test_a_failing_section_does_not_drop_the_next_ones(run, monkeypatch):
     assert record["environment"]["device"] == "CuPy stand-in (numpy)"
     assert all(value is True for key, value in record["parity"].items() if "identical" in key)
     steps = {(m["rows"], m["step"]) for m in record["measurements"]}
-    for step in ("famd", "knn", "synthesis", "privacy reductions", "avatarize", "privacy_metrics"):
+    for step in ("generate", "avatarize", "avatarize: neighbours", "privacy_metrics"):
         assert (300, step) in steps, step
     assert "| rows | step |" in path.with_suffix(".md").read_text()
 
@@ -71,6 +71,23 @@ def test_the_record_is_written_after_every_measurement(run, monkeypatch):
 def test_steps_predicted_past_the_budget_are_skipped(run):
     status, record, _ = run("--budget-seconds", "0")
     skipped = [m for m in record["measurements"] if m["rows"] == 300 and m["seconds"] is None]
-    assert {m["step"] for m in skipped} >= {"famd"}
+    assert {m["step"] for m in skipped} == {"generate + avatarize"}  # the size, whole
     assert all("predicted" in m["note"] for m in skipped)
     assert status == 0
+
+
+def test_a_package_that_cannot_import_is_recorded(run, monkeypatch):
+    """The record is written before the package is imported: a broken install on the GPU
+    machine comes back as failed sections with the reason, not as nothing."""
+    for name in [m for m in sys.modules if m == "gpu_avatar" or m.startswith("gpu_avatar.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # "import gpu_avatar" raises ImportError
+    status, record, _ = run()
+    assert status == 1
+    assert record["arguments"]["parity_rows"] == 200
+    assert {s["status"] for s in record["sections"].values()} == {"failed"}
+    assert "import of gpu_avatar.backend halted" in record["sections"]["environment"]["error"]
+
+
+def test_predictions_grow_faster_than_the_rows():
+    """n log n: ten times the rows is predicted at more than ten times the seconds."""
+    assert 10.0 < gpu_check.predicted_seconds((1_000_000, 1.0), 10_000_000) < 12.0

@@ -79,13 +79,16 @@ def _probe_gpu() -> tuple[ModuleType | None, str]:
         return None, f"no usable CUDA device ({exc})"
     if count < 1:
         return None, "no CUDA device is visible"
+    install = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
     try:
-        from numba import cuda  # noqa: F401
+        from numba import cuda
     except Exception as exc:
         return None, (
             f"numba-cuda, which runs the GPU tree searches, could not be imported ({exc}); "
-            "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
+            f"{install}"
         )
+    if not cuda.is_available():  # e.g. numba-cuda built for another CUDA than the driver's
+        return None, f"numba-cuda sees no usable CUDA device (cupy does); {install}"
     return cupy, ""
 
 

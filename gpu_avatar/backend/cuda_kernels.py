@@ -19,11 +19,7 @@ from functools import cache
 
 import numpy as np
 from numba import cuda
-
-try:  # numba-cuda with its own configuration
-    from numba.cuda.core.config import ENABLE_CUDASIM
-except ImportError:  # older numba-cuda: numba's
-    from numba.core.config import ENABLE_CUDASIM
+from numba.cuda.core.config import ENABLE_CUDASIM
 
 from . import cpu_kernels
 from .cpu_kernels import STACK, KDTree, knn_query, rank_query, two_nearest_query
@@ -33,6 +29,9 @@ THREADS = 128  # threads per block
 # per capacity, compiled on first use.
 K_CAPACITIES = (16, 32, 64, 128)
 MAX_K = K_CAPACITIES[-1]
+# Per-thread local memory of the largest kernel (8-byte top-k values and indices, two stacks);
+# the driver reserves it for every thread the device can hold at once.
+LOCAL_BYTES_PER_THREAD = 8 * 2 * (MAX_K + STACK)
 
 
 def _register_for_cuda() -> None:
@@ -40,13 +39,7 @@ def _register_for_cuda() -> None:
     if ENABLE_CUDASIM:  # the simulator calls them as Python functions
         return
     from numba.cuda import libdevice
-
-    try:  # numba-cuda with its own typing registry
-        from numba.cuda.extending import overload, register_jitable
-    except ImportError:  # older numba-cuda: numba's registry, "generic" walks serve both
-        from numba.core.extending import overload
-
-        register_jitable = None
+    from numba.cuda.extending import overload, register_jitable  # numba-cuda >= 0.21
 
     def exact(operation, implementation):
         @overload(operation, target="cuda")
@@ -56,9 +49,8 @@ def _register_for_cuda() -> None:
     exact(cpu_kernels.exact_sub, lambda a, b: libdevice.dadd_rn(a, -b))  # a - b, exactly
     exact(cpu_kernels.exact_mul, lambda a, b: libdevice.dmul_rn(a, b))
     exact(cpu_kernels.exact_add, lambda a, b: libdevice.dadd_rn(a, b))
-    if register_jitable is not None:
-        for walk in cpu_kernels.SHARED_WALKS:
-            register_jitable(walk)
+    for walk in cpu_kernels.SHARED_WALKS:
+        register_jitable(walk)
 
 
 _register_for_cuda()
@@ -120,9 +112,14 @@ def capacity_for(k: int) -> int:
     raise ValueError(f"k = {k} exceeds the GPU tree kernels' capacity ({MAX_K})")
 
 
-def _launch(kernel, n_threads: int, *args) -> None:
-    if n_threads:
-        kernel[-(-n_threads // THREADS), THREADS](*args)
+def _launch(backend, kernel, n_threads: int, *args) -> None:
+    """One thread per query, on CuPy's current stream (ordered with the array work around it;
+    CuPy's default, the legacy stream, is numba's default too)."""
+    if not n_threads:
+        return
+    pointer = backend.xp.cuda.get_current_stream().ptr
+    stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
+    kernel[-(-n_threads // THREADS), THREADS, stream](*args)
 
 
 # ------------------------------------------------------------------------- host wrappers
@@ -156,11 +153,12 @@ def distance_ranks(backend, x, y, own):
     # originals queried in their own avatars' stored order (x_i lies near y_i), and back
     cloaking = xp.empty(n, dtype=xp.int64)
     hidden = xp.empty(n, dtype=xp.bool_)
-    _launch(_rank_kernel, n, *avatars.arrays, avatars.in_leaf_order(x),
+    _launch(backend, _rank_kernel, n, *avatars.arrays, avatars.in_leaf_order(x),
             avatars.in_leaf_order(own), cloaking, hidden)  # fmt: skip
     first = xp.empty(n, dtype=xp.float64)
     second = xp.empty(n, dtype=xp.float64)
-    _launch(_two_nearest_kernel, n, *originals.arrays, originals.in_leaf_order(y), first, second)
+    _launch(backend, _two_nearest_kernel, n, *originals.arrays, originals.in_leaf_order(y),
+            first, second)  # fmt: skip
     return (avatars.to_caller_order(cloaking), avatars.to_caller_order(hidden),
             originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
 
@@ -177,8 +175,8 @@ def nearest_others(backend, points, k: int, rows=None):
         queries = stored[rows]
     indices = xp.empty((queries.shape[0], k), dtype=xp.int64)
     squared = xp.empty((queries.shape[0], k), dtype=xp.float64)
-    _launch(_knn_kernel(capacity_for(k)), queries.shape[0], *tree.arrays, queries, k, indices,
-            squared)  # fmt: skip
+    _launch(backend, _knn_kernel(capacity_for(k)), queries.shape[0], *tree.arrays, queries, k,
+            indices, squared)  # fmt: skip
     if rows is None:
         return tree.to_caller_order(indices), tree.to_caller_order(squared)
     return indices, squared

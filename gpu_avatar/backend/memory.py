@@ -1,6 +1,6 @@
 """The device-memory check every GPU step passes before it starts: an estimate against the
-free memory (device plus what CuPy's pool holds unused), refused with the figures and a batch
-size that fits."""
+free memory (device plus what CuPy's pool holds unused), refused with the figures and, where
+the caller can split its work, how many rows fit at once."""
 
 from __future__ import annotations
 
@@ -8,29 +8,47 @@ from ..errors import AvatarError
 from .choice import Backend
 
 DEVICE_MEMORY_SHARE = 0.9  # of the free memory a run may plan to use
-WORK_BYTES = 512 << 20  # row chunks of the projection, synthesis blocks, kernel stacks
+WORK_BYTES = 512 << 20  # row chunks of the projection, synthesis blocks
 
 
-def ensure_fits(backend: Backend, n_rows: int, bytes_per_row: int, what: str) -> None:
+def ensure_fits(
+    backend: Backend, n_rows: int, bytes_per_row: int, what: str, split: str | None = None
+) -> None:
     """Refuse, before any work, a step whose estimate (``bytes_per_row`` for each of
-    ``n_rows`` rows, plus ``WORK_BYTES``) exceeds the device's free memory, saying how many
-    rows per batch would fit."""
+    ``n_rows`` rows, ``WORK_BYTES`` and the tree kernels' local memory) exceeds the device's
+    free memory. ``split`` says how the caller's work is cut into batches, with ``{rows}``
+    for the number that fits (e.g. ``"pass batch_size={rows} or less"``); without it, the
+    step needs every row at once."""
     free = backend.free_memory_bytes()
-    needed = WORK_BYTES + n_rows * bytes_per_row
-    if free is None or needed <= DEVICE_MEMORY_SHARE * free:
+    if free is None:
         return
+    working = WORK_BYTES + kernel_local_bytes(backend)
+    needed = working + n_rows * bytes_per_row
     usable = DEVICE_MEMORY_SHARE * free
-    if usable <= WORK_BYTES:
-        raise AvatarError(
-            f"{what} needs about {needed / 1e9:.2f} GB of GPU memory but {free / 1e9:.2f} GB "
-            f"are free (device and CuPy pool): not even the {WORK_BYTES / 1e9:.2f} GB of "
-            "working memory; free the device (other processes, CuPy's pool) or use "
-            "backend='cpu'"
-        )
-    fitting = int((usable - WORK_BYTES) // bytes_per_row)
-    raise AvatarError(
+    if needed <= usable:
+        return
+    figures = (
         f"{what} needs about {needed / 1e9:.2f} GB of GPU memory, more than "
-        f"{DEVICE_MEMORY_SHARE:.0%} of the {free / 1e9:.2f} GB free (device and CuPy pool); "
-        f"about {fitting:,} rows fit at once: pass batch_size={fitting:,} or less, or use "
-        "backend='cpu'"
+        f"{DEVICE_MEMORY_SHARE:.0%} of the {free / 1e9:.2f} GB free (device and CuPy pool)"
     )
+    fitting = int((usable - working) // bytes_per_row)
+    if fitting < 1:
+        raise AvatarError(
+            f"{figures}: not even the {working / 1e9:.2f} GB of working memory; free the device "
+            "(other processes, CuPy's pool) or use backend='cpu'"
+        )
+    remedy = split.format(rows=f"{fitting:,}") if split else "it needs every row at once"
+    raise AvatarError(
+        f"{figures}; about {fitting:,} rows fit at once: {remedy}, or use backend='cpu'"
+    )
+
+
+def kernel_local_bytes(backend: Backend) -> int:
+    """Local memory the driver reserves for the tree kernels: the largest kernel's per-thread
+    arrays for every thread the device can hold at once."""
+    from .cuda_kernels import LOCAL_BYTES_PER_THREAD
+
+    runtime = backend.xp.cuda.runtime
+    properties = runtime.getDeviceProperties(backend.xp.cuda.Device().id)
+    threads = properties["multiProcessorCount"] * properties["maxThreadsPerMultiProcessor"]
+    return threads * LOCAL_BYTES_PER_THREAD

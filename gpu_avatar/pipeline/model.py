@@ -126,4 +126,6 @@ def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, n
     the queries (2), the neighbours' indices and squared distances in the tree's order and in
     the caller's, then the distances (5 k)."""
     per_row = 8 * (4 * n_columns + 3 * ncp + 2 + 5 * k)
-    ensure_fits(backend, n_rows, per_row, f"avatarizing {n_rows:,} rows")
+    ensure_fits(
+        backend, n_rows, per_row, f"avatarizing {n_rows:,} rows", "pass batch_size={rows} or less"
+    )

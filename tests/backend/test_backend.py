@@ -41,3 +41,25 @@ def test_pandas_frames_pass_through():
     frame = pd.DataFrame({"a": [1, 2]})
     assert not is_cudf(frame)
     assert to_pandas(frame) is frame and like_input(frame, frame) is frame
+
+
+def test_a_device_numba_cuda_cannot_use_is_no_gpu(monkeypatch):
+    """CuPy sees a device but numba-cuda cannot run kernels on it (e.g. built for another
+    CUDA than the driver's): the GPU backend is unavailable, and the reason says so."""
+    import sys
+    import types
+
+    from numba import cuda
+
+    from gpu_avatar.backend import choice
+
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(
+        runtime=runtime)))  # fmt: skip
+    monkeypatch.setattr(cuda, "is_available", lambda: False)
+    module, reason = choice._probe_gpu.__wrapped__()
+    assert module is None
+    assert "numba-cuda sees no usable CUDA device" in reason and "gpu_avatar[gpu]" in reason
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    module, reason = choice._probe_gpu.__wrapped__()
+    assert module is sys.modules["cupy"] and reason == ""

@@ -1,4 +1,5 @@
-"""The CUDA kernels compile for the H200 (sm_90) without register spills, and their pair
+"""The CUDA kernels compile for the H200 (sm_90) without register spills, within the local
+memory the device-memory check reserves, and their pair
 distances are round-to-nearest operations that no compiler contracts into an FMA: checked
 without a GPU. numba-cuda compiles each kernel to PTX with NVVM (from pip), nvJitLink (from
 pip) assembles it and reports what ptxas reports. It runs in a subprocess because the rest of
@@ -48,6 +49,8 @@ for name, (kernel, signature) in kernels.items():
     log = log.decode()
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     report[name] = {
+        "stack_frame": int(re.search(r"(\d+) bytes stack frame", log).group(1)),
+        "local_estimate": ck.LOCAL_BYTES_PER_THREAD,
         "sm_90": "for 'sm_90'" in log,
         "spill_stores": int(spills.group(1)),
         "spill_loads": int(spills.group(2)),
@@ -80,6 +83,15 @@ def test_every_kernel_compiles_for_sm_90_without_spills(compiled):
         assert kernel["sm_90"], name
         assert kernel["spill_stores"] == kernel["spill_loads"] == 0, (name, kernel)
         assert kernel["registers"] <= 128, (name, kernel)  # 16 warps per SM stay resident
+
+
+def test_the_memory_estimate_covers_every_kernels_local_memory(compiled):
+    """``ensure_fits`` reserves ``LOCAL_BYTES_PER_THREAD`` for every resident thread: no
+    kernel's stack frame (its per-thread arrays) may be larger, and the largest fills it."""
+    frames = {name: kernel["stack_frame"] for name, kernel in compiled.items()}
+    estimate = compiled["rank"]["local_estimate"]
+    assert max(frames.values()) <= estimate, frames
+    assert frames["knn 128"] >= 0.9 * estimate, frames
 
 
 def test_pair_distances_use_round_to_nearest_operations(compiled):
