@@ -30,14 +30,15 @@ class MissingExtraError(GpuAvatarError, ImportError):
     """An optional dependency is not installed: the message names the extra to install."""
 
 
-def import_extra(module: str, extra: str, purpose: str):
-    """Import the optional ``module``, or raise ``MissingExtraError`` naming the pip extra."""
+def import_extra(module: str, extra: str | None, purpose: str, install: str | None = None):
+    """Import the optional ``module``, or raise ``MissingExtraError`` saying how to install
+    it: the pip extra ``extra``, or ``install`` for what pip does not carry (RAPIDS)."""
     import importlib
 
     try:
         return importlib.import_module(module)
     except ImportError as error:
+        how = install or f"pip install 'gpu_avatar[{extra}]'"
         raise MissingExtraError(
-            f"{purpose} needs {module.split('.')[0]}, which is not installed: "
-            f"pip install 'gpu_avatar[{extra}]'"
+            f"{purpose} needs {module.split('.')[0]}, which is not installed: {how}"
         ) from error

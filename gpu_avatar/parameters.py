@@ -45,6 +45,23 @@ def check_integer(name: str, value: Any, low: int, high: int | None = None) -> i
     return int(value)
 
 
+def check_number(name: str, value: Any, low: float, high: float | None = None) -> float:
+    """``value`` as a float within ``[low, high]``; a bool or text is refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise AvatarTypeError(f"{name} must be a number, got {value!r}")
+    if not low <= value <= (math.inf if high is None else high):
+        bounds = f"{low:g} <= {name}" + ("" if high is None else f" <= {high:g}")
+        raise AvatarError(f"{name} = {value} is out of range: need {bounds}")
+    return float(value)
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a bool: True or False only (``bool("no")`` would read True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise AvatarTypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str):
         raise AvatarTypeError(f"{name} must be one of {choices}, got {value!r}")
@@ -99,14 +116,16 @@ def check_seed(seed: Any) -> int | np.random.SeedSequence | None:
 
 
 def check_batch_size(batch_size: Any, k: int) -> int | None:
-    """None (one batch) or at least 2k rows per batch (each batch's own neighbour search)."""
+    """None (one batch) or at least 2k + 1: batches are cut to equal sizes, so each holds at
+    least ``(batch_size + 1) // 2`` rows, and each needs k + 1 (a row and its k neighbours)."""
     if batch_size is None:
         return None
     batch_size = check_integer("batch_size", batch_size, 1)
-    if batch_size < 2 * k:
+    if batch_size < 2 * k + 1:
         raise AvatarError(
-            f"batch_size = {batch_size} is smaller than 2k = {2 * k}: every batch needs at least "
-            "2k rows for its own neighbour search; raise batch_size or lower k"
+            f"batch_size = {batch_size} is smaller than 2k + 1 = {2 * k + 1}: batches of equal "
+            f"size hold at least half of it, and each needs k + 1 = {k + 1} rows for its own "
+            "neighbour search; raise batch_size or lower k"
         )
     return batch_size
 
@@ -163,6 +182,14 @@ class AvatarParameters:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
+    def __reduce__(self):
+        """Pickled (Dask ships parameters to workers; ``copy.deepcopy``) as its plain
+        values, checked again when rebuilt."""
+        values = {name: getattr(self, name) for name in self.names()}
+        values["column_weights"] = dict(self.column_weights)
+        values["types"] = dict(self.types)
+        return _rebuild_parameters, (values,)
+
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
@@ -191,12 +218,22 @@ class AvatarParameters:
         return out
 
 
+def _rebuild_parameters(values: dict[str, Any]) -> AvatarParameters:
+    return AvatarParameters(**values)
+
+
 def table_parameters(
     base: AvatarParameters, overrides: Mapping[str, Mapping[str, Any]] | None, tables: list[str]
 ) -> dict[str, AvatarParameters]:
     """Every table's parameters: ``base`` with the table's ``overrides`` (names from
     ``TABLE_OVERRIDES``) applied."""
-    overrides = dict(overrides or {})
+    if overrides is None:
+        overrides = {}
+    if not isinstance(overrides, Mapping):
+        raise AvatarTypeError(
+            f"overrides must map table names to parameters, e.g. {{'visit': {{'k': 5}}}}, got "
+            f"{overrides!r}"
+        )
     unknown = [t for t in overrides if t not in tables]
     if unknown:
         raise AvatarError(f"overrides names unknown table(s) {unknown}; tables: {tables}")
@@ -213,7 +250,10 @@ def table_parameters(
                 f"overrides[{table!r}] sets {refused}, which a table cannot override; a table "
                 f"may override {list(TABLE_OVERRIDES)}"
             )
-        out[table] = base.replace(**changes)
+        try:
+            out[table] = base.replace(**changes)
+        except AvatarError as error:  # say which table's override is wrong
+            raise type(error)(f"overrides[{table!r}]: {error}") from None
     return out
 
 

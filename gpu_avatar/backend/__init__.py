@@ -5,10 +5,10 @@ cuDF frames in and out (``frames.py``); the compiled kernels both backends run
 only for the GPU)."""
 
 from .choice import BACKEND_ENV_VAR, CPU, Backend, numba_available, numba_kernels, resolve_backend
-from .frames import is_cudf, like_input, to_pandas
+from .frames import is_cudf, like_input, snapshot, to_pandas
 from .memory import ensure_fits
 
 __all__ = [
     "BACKEND_ENV_VAR", "CPU", "Backend", "ensure_fits", "is_cudf", "like_input",
-    "numba_available", "numba_kernels", "resolve_backend", "to_pandas",
+    "numba_available", "numba_kernels", "resolve_backend", "snapshot", "to_pandas",
 ]  # fmt: skip

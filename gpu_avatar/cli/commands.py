@@ -96,7 +96,11 @@ def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
             if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
                 if series.nunique() <= args.categorical_max_distinct:
                     types[column] = "categorical"
-    types.update(_parse_types(args.types))
+    declared = _parse_types(args.types)
+    unknown = [c for c in declared if c not in df.columns]
+    if unknown:
+        raise UsageError(f"--types names unknown column(s) {unknown}; columns: {list(df.columns)}")
+    types.update(declared)
     return types
 
 
@@ -277,6 +281,11 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
 
     output = _check_output_path(args.output, args.input)
+    if _privacy_options(args) and not args.report:
+        raise UsageError(
+            "--known-variables, --target and --categorical-hidden-rate-variables set the "
+            "report's privacy metrics: add --report PATH"
+        )
     if args.unshuffled_output:
         _check_output_path(args.unshuffled_output, args.input, args.output)
     if args.report:

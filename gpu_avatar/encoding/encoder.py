@@ -38,6 +38,7 @@ from .kinds import (
     check_structure,
     detect_kind,
     is_datetime,
+    same_values_kind,
     validate_table,
 )
 
@@ -187,13 +188,8 @@ class TableEncoder:
         """The imputation values of the continuous columns, from ``df``."""
         for name in self.continuous_columns_:
             spec = self.specs_[name]
-            values = self.continuous_values(spec, df[name])
+            values = _finite_or_missing(name, self.continuous_values(spec, df[name]))
             observed = values[~np.isnan(values)]
-            if not np.isfinite(observed).all():
-                raise AvatarError(
-                    f"column {name!r} holds infinite values; replace them (by NaN to treat "
-                    "them as missing, or by a finite value) before avatarizing"
-                )
             spec.fill_value = float(
                 np.mean(observed) if self.imputation == "mean" else np.median(observed)
             )
@@ -280,6 +276,16 @@ class TableEncoder:
         missing_cols = [c for c in self.columns_ if c not in df.columns]
         if missing_cols:
             raise AvatarError(f"the table lacks the fitted column(s) {missing_cols}")
+        differing = {
+            c: (str(self.specs_[c].dtype), str(df[c].dtype))
+            for c in self.columns_
+            if not same_values_kind(self.specs_[c].dtype, df[c].dtype)
+        }
+        if differing:
+            raise AvatarError(
+                f"column dtypes differ from the fitted table's (fitted, given): {differing}; "
+                "cast them to the fitted dtypes"
+            )
 
     def _codes(self, df: pd.DataFrame, known_codes: Mapping[Any, np.ndarray]) -> np.ndarray:
         categorical_columns = self.categorical_columns_
@@ -307,7 +313,8 @@ class TableEncoder:
         n = len(df)
         continuous = np.empty((n, len(self.continuous_columns_)), dtype=np.float64)
         for j, name in enumerate(self.continuous_columns_):
-            continuous[:, j] = self.continuous_values(self.specs_[name], df[name])
+            values = self.continuous_values(self.specs_[name], df[name])
+            continuous[:, j] = _finite_or_missing(name, values)
         continuous_missing = np.isnan(continuous)
         if continuous_missing.any():
             if self.imputation == "knn":
@@ -400,6 +407,25 @@ def _first_missing_value(series: pd.Series) -> Any:
 
 
 # ------------------------------------------------------------------------ decoding
+_LARGEST_VALUE = 1e150  # beyond, squares overflow float64: no variance, no distance
+
+
+def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
+    """``values``, after refusing infinities and values too large to standardise."""
+    if np.isinf(values).any():
+        raise AvatarError(
+            f"column {name!r} holds infinite values; replace them (by NaN to treat them as "
+            "missing, or by a finite value)"
+        )
+    largest = np.nanmax(np.abs(values), initial=0.0)
+    if largest > _LARGEST_VALUE:
+        raise AvatarError(
+            f"column {name!r} holds values up to {largest:.3g}, too large to standardise "
+            f"(above {_LARGEST_VALUE:g} their squares overflow); rescale it (other units)"
+        )
+    return values
+
+
 def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
     if spec.time_unit is not None:
         ticks = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.time_unit]))
@@ -411,8 +437,12 @@ def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | 
         if spec.tz is not None:
             series = series.dt.tz_localize("UTC").dt.tz_convert(spec.tz)
         return series.astype(spec.dtype)
-    if spec.is_integer:
-        values = np.rint(values)
+    if spec.is_integer:  # rounded, within the type (float64 rounds values near its limits out)
+        limits = np.iinfo(np.dtype(getattr(spec.dtype, "numpy_dtype", spec.dtype)))
+        highest = float(limits.max)
+        if int(highest) > limits.max:
+            highest = np.nextafter(highest, -np.inf)
+        values = np.clip(np.rint(values), float(limits.min), highest)
     if mask is not None:
         values = np.where(mask, np.nan, values)
     return pd.Series(values).astype(spec.dtype)

@@ -26,6 +26,7 @@ class IdentifierValues:
     def __init__(self, name) -> None:
         self.name = name
         self.text: bool | None = None
+        self.dtype = None
         self._integers: list[np.ndarray] = []
         self._held = 0
         self._prefix_repeats: set[int] = set()  # m where a value starts with "avatar" * m + "_"
@@ -34,6 +35,7 @@ class IdentifierValues:
         dtype = series.dtype
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
             self.text = False
+            self.dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype))
             values = series.dropna().to_numpy()
             if values.dtype.kind == "f":
                 values = values[(values >= 0) & (values == np.floor(values)) & (values < 2**62)]
@@ -67,7 +69,14 @@ class IdentifierValues:
             return np.array([f"{prefix}{i}" for i in positions], dtype=object)
         taken = np.unique(np.concatenate(self._integers)) if self._integers else np.zeros(0, int)
         gaps = taken - np.arange(taken.size, dtype=np.int64)  # integers absent below taken[i]
-        return positions + np.searchsorted(gaps, positions, side="right")
+        values = positions + np.searchsorted(gaps, positions, side="right")
+        if self.dtype.kind in "iu" and values.size and values[-1] > np.iinfo(self.dtype).max:
+            raise AvatarError(
+                f"identifier column {self.name!r} ({self.dtype}) cannot hold fresh values that "
+                f"avoid its originals: they reach {values[-1]:,}, above its maximum "
+                f"{np.iinfo(self.dtype).max:,}; cast it to a wider integer type (e.g. int64)"
+            )
+        return values
 
 
 def fresh_identifiers(original: pd.Series, n: int) -> np.ndarray:

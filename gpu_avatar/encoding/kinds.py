@@ -33,6 +33,17 @@ def is_text(dtype: Any) -> bool:
     return pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype)
 
 
+def same_values_kind(fitted: Any, given: Any) -> bool:
+    """Whether a column of dtype ``given`` holds the kind of values learnt from ``fitted``:
+    the same dtype, text both, numbers both (other widths) or booleans both."""
+    if fitted == given or (is_text(fitted) and is_text(given)):
+        return True
+    if pd.api.types.is_bool_dtype(fitted) or pd.api.types.is_bool_dtype(given):
+        return pd.api.types.is_bool_dtype(fitted) and pd.api.types.is_bool_dtype(given)
+    numeric = pd.api.types.is_numeric_dtype
+    return numeric(fitted) and numeric(given)
+
+
 def detect_kind(series: pd.Series) -> str:
     """The kind of a column from its dtype (and, for text, its values)."""
     dtype = series.dtype
@@ -61,21 +72,25 @@ def detect_kind(series: pd.Series) -> str:
     )
 
 
-def check_structure(df: Any) -> None:
+def check_structure(df: Any, argument: str = "the table") -> None:
     """A DataFrame with uniquely named columns (what any chunk of a table must be)."""
     if not isinstance(df, pd.DataFrame):
-        raise AvatarTypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        raise AvatarTypeError(
+            f"{argument} must be a pandas (or cuDF) DataFrame, got {type(df).__name__}"
+        )
     duplicated = df.columns[df.columns.duplicated()].unique().tolist()
     if duplicated:
         raise AvatarError(f"duplicate column name(s) {duplicated}; rename them to be unique")
 
 
-def validate_table(df: Any) -> None:
+def validate_table(df: Any, argument: str = "the table") -> None:
     """Reject what no projection can handle, naming the column and the fix."""
-    check_structure(df)
-    if df.shape[0] == 0 or df.shape[1] == 0:
+    check_structure(df, argument)
+    if df.shape[0] < 3 or df.shape[1] == 0:
+        state = "is empty" if 0 in df.shape else f"has {df.shape[0]} row(s)"
         raise AvatarError(
-            f"the table is empty (shape {df.shape}); give at least 3 rows and 1 column"
+            f"{argument} {state} (shape {df.shape}); give at least 3 rows (a row and its k >= 2 "
+            "neighbours) and 1 column"
         )
     all_missing = df.columns[df.isna().all().to_numpy()].tolist()
     if all_missing:

@@ -4,8 +4,10 @@ and variable arguments must name columns."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..encoding import validate_table
@@ -25,7 +27,7 @@ def check_same_table(
     """``other`` with ``original``'s column order, after checking columns, dtypes and rows.
     Text columns held differently (object against str, say) are cast to the original's
     dtype, so that both compare value by value."""
-    validate_table(original)
+    validate_table(original, "original")
     if not isinstance(other, pd.DataFrame):
         raise AvatarTypeError(
             f"{other_name} must be a pandas DataFrame, got {type(other).__name__}"
@@ -50,6 +52,15 @@ def check_same_table(
     recast = [c for c in original.columns if original[c].dtype != other[c].dtype]
     if recast:
         other = other.astype({c: _text_dtype(original[c]) for c in recast})
+    if len(other) == 0:
+        raise AvatarError(f"{other_name} has no rows; give the avatars of the original table")
+    floats = [c for c in original.columns if pd.api.types.is_float_dtype(other[c].dtype)]
+    infinite = [c for c in floats if np.isinf(other[c].to_numpy(float, na_value=np.nan)).any()]
+    if infinite:
+        raise AvatarError(
+            f"{other_name} column(s) {infinite} hold infinite values, which no metric can "
+            "place; avatars never do: pass the avatars gpu_avatar returned"
+        )
     if same_rows and len(other) != len(original):
         raise AvatarError(
             f"{other_name} has {len(other)} rows but the original has {len(original)}: "
@@ -67,13 +78,28 @@ def _text_dtype(original: pd.Series) -> Any:
 
 
 def check_variables(original: pd.DataFrame, variables: Any, argument: str) -> list[Any] | None:
-    """A list of existing column names (a single name is accepted), or None."""
+    """A list of existing column names (a single name, tuples and numpy scalars included, is
+    accepted), or None."""
     if variables is None:
         return None
-    names = [variables] if isinstance(variables, (str, int)) else list(variables)
+    if isinstance(variables, str) or _is_column(original, variables):
+        names = [variables]
+    elif isinstance(variables, Iterable):
+        names = list(variables)
+    else:
+        raise AvatarTypeError(
+            f"{argument} must be a column name or a list of them, got {variables!r}"
+        )
     unknown = [v for v in names if v not in original.columns]
     if unknown:
         raise AvatarError(f"{argument} names unknown column(s) {unknown}")
     if not names:
         raise AvatarError(f"{argument} is empty; give at least one column or None")
     return names
+
+
+def _is_column(df: pd.DataFrame, name: Any) -> bool:
+    try:
+        return name in df.columns
+    except TypeError:  # unhashable: a list of names
+        return False

@@ -45,7 +45,14 @@ from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError
 from ..neighbours.search import nearest_neighbours
-from ..parameters import IMPUTATIONS, METRIC_ENGINES, check_choice, check_ncp, check_types
+from ..parameters import (
+    IMPUTATIONS,
+    METRIC_ENGINES,
+    check_choice,
+    check_ncp,
+    check_number,
+    check_types,
+)
 from ..projection.projection import Projection, projection_kind
 from .checks import check_same_table, check_variables
 from .reductions import DistanceRanks, distance_ranks
@@ -119,6 +126,8 @@ def _column_direct_match(original: pd.DataFrame, avatars: pd.DataFrame) -> dict[
     out = {}
     for column in original.columns:
         values = original[column]
+        if values.dtype == np.float16:  # pandas' hash tables have no float16
+            values = values.astype(np.float32)
         counts = values.value_counts(dropna=False)
         unique_values = counts.index[counts.to_numpy() == 1]
         exposed = values.isin(unique_values) & values.isin(avatars[column].dropna().unique())
@@ -263,6 +272,15 @@ def privacy_metrics(
         check_variables(original, list(types), "types")
     if targets is not None and len(targets) != 1:
         raise AvatarError(f"target must be one column, got {targets}")
+    if targets is not None and known is None:
+        raise AvatarError(
+            "target needs known_variables: the inference metrics infer the target from what "
+            "an attacker knows; give known_variables too"
+        )
+    percentage = check_number(
+        "closest_rate_percentage_threshold", closest_rate_percentage_threshold, 0, 100
+    )
+    ratio_threshold = check_number("closest_rate_ratio_threshold", closest_rate_ratio_threshold, 0)
     identifiers = {c for c, kind in (types or {}).items() if kind == IDENTIFIER}
     for argument, names in (("known_variables", known), ("target", targets)):
         if names and identifiers.intersection(names):
@@ -282,10 +300,8 @@ def privacy_metrics(
     ratio = np.ones_like(ranks.closest)
     np.divide(ranks.closest, ranks.second_closest, out=ratio, where=ranks.second_closest > 0)
     _, nearest_other = nearest_neighbours(x, 1, backend)
-    risk_distance = np.percentile(
-        backend.to_numpy(nearest_other), closest_rate_percentage_threshold
-    )
-    at_risk = (ranks.closest < risk_distance) & (ratio < closest_rate_ratio_threshold)
+    risk_distance = np.percentile(backend.to_numpy(nearest_other), percentage)
+    at_risk = (ranks.closest < risk_distance) & (ratio < ratio_threshold)
 
     variables = encoder.columns_
     per_variable = _column_direct_match(original[variables], avatars[variables])

@@ -53,7 +53,8 @@ def hellinger(p, q, xp=np) -> float:
 
 def categorical_hellinger(original: pd.Series, avatar: pd.Series, backend: Backend = CPU) -> float:
     """Frequencies over the union of modalities, missing counted as one more modality."""
-    codes, _ = pd.factorize(pd.concat([original, avatar]).astype(object), use_na_sentinel=False)
+    pooled = pd.concat([original, avatar], ignore_index=True)  # its labels may not repeat
+    codes, _ = pd.factorize(pooled.astype(object), use_na_sentinel=False)
     codes = backend.asarray(codes)
     size = int(codes.max()) + 1
     xp = backend.xp

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import CPU, Backend, numba_kernels
-from ..errors import AvatarError
+from ..errors import AvatarError, import_extra
 from ..parameters import ENGINES, check_choice, check_integer
 from .distances import pairwise_squared, rowwise_squared
 
@@ -111,7 +111,7 @@ def _kdtree_candidates(points, q: int, backend: Backend):
 
 
 def _faiss_candidates(points, q: int, backend: Backend):
-    import faiss
+    faiss = import_extra("faiss", "faiss", "engine='faiss'")
 
     host = np.ascontiguousarray(backend.to_numpy(points), dtype=np.float32)
     index = faiss.IndexFlatL2(host.shape[1])
@@ -126,7 +126,11 @@ def _faiss_candidates(points, q: int, backend: Backend):
 
 
 def _cuml_candidates(points, q: int, backend: Backend):
-    from cuml.neighbors import NearestNeighbors
+    NearestNeighbors = import_extra(  # noqa: N806 - cuML's class
+        "cuml.neighbors", None, "engine='cuml'",
+        "install RAPIDS cuML (conda, or the rapidsai image: docker/README.md), or use "
+        "engine='auto'",
+    ).NearestNeighbors
 
     xp = backend.xp
     model = NearestNeighbors(n_neighbors=q, algorithm="brute", metric="euclidean")

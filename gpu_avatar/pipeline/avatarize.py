@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..backend import like_input, resolve_backend, to_pandas
+from ..backend import like_input, resolve_backend, snapshot, to_pandas
 from ..encoding import TableEncoder, fresh_identifiers, validate_table
 from ..parameters import AvatarParameters, avatar_parameters
 from ..progress import ProgressLike, Steps
@@ -86,7 +86,7 @@ def avatarize(
     return AvatarizationResult(
         sensitive_unshuffled_avatars=like_input(unshuffled, df),
         release_order=order,
-        original=frame,
+        original=snapshot(frame),
         parameters=model.parameters.replace(seed=int(sequence.entropy), backend=backend.name),
         projection_kind=model.projection.kind,
         timings=timings,

@@ -99,6 +99,8 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
         """Coordinates of ``X`` in the fitted space, one column per component."""
         check_is_fitted(self, "projection_")
         df = to_pandas(X)
+        if isinstance(df, pd.DataFrame) and len(df) == 0:
+            raise AvatarError("X has no rows; give at least one row to project")
         return self._coordinates(df, self.encoder_.transform(df))
 
     def _coordinates(self, df: pd.DataFrame, encoded: EncodedTable) -> pd.DataFrame:
@@ -122,7 +124,16 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "projection_")
         backend = self.projection_.backend
         index = X.index if isinstance(X, pd.DataFrame) else None
-        continuous, frequencies = self.projection_.inverse_transform(np.asarray(X))
+        coordinates = np.asarray(X, dtype=np.float64)
+        available = self.projection_.n_components_
+        if coordinates.ndim != 2 or not 1 <= coordinates.shape[1] <= available:
+            raise AvatarError(
+                f"X must be coordinates of shape (rows, 1 to {available}) (the fitted "
+                f"components), got shape {coordinates.shape}"
+            )
+        if not np.isfinite(coordinates).all():
+            raise AvatarError("X holds missing or infinite coordinates; every one must be finite")
+        continuous, frequencies = self.projection_.inverse_transform(coordinates)
         offsets = self.projection_.offsets_
         codes = np.column_stack(
             [

@@ -28,6 +28,7 @@ import numpy as np
 from ..backend import CPU, Backend
 from ..encoding import EncodedTable, TableEncoder
 from ..errors import AvatarError
+from ..parameters import check_column_weights
 
 FAMD_KIND, PCA_KIND, MCA_KIND = "famd", "pca", "mca"
 _NULL_EIGENVALUE = 1e-10  # relative to the largest eigenvalue
@@ -85,8 +86,14 @@ class Projection:
                 np.repeat(self.variable_weights[encoded.continuous.shape[1] :], self.n_modalities_),
             ]
         )
-        gram = self._gram(encoded)
-        eigenvalues, eigenvectors = np.linalg.eigh(weights[:, None] * gram * weights[None, :])
+        with np.errstate(over="ignore"):  # checked just below
+            weighted = weights[:, None] * self._gram(encoded) * weights[None, :]
+        if not np.isfinite(weighted).all():  # the values are bounded: only weights overflow it
+            raise AvatarError(
+                f"column_weights up to {weights.max():.3g} overflow the projection; use "
+                "weights of a sensible scale (e.g. between 0.01 and 100)"
+            )
+        eigenvalues, eigenvectors = np.linalg.eigh(weighted)
         order = np.argsort(eigenvalues)[::-1]
         eigenvalues, eigenvectors = eigenvalues[order], eigenvectors[:, order]
         keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
@@ -243,7 +250,7 @@ def expand_variable_weights(
     encoder: TableEncoder, column_weights: Mapping[Any, float] | None
 ) -> np.ndarray:
     """One weight per encoded variable; an indicator takes the weight of its column."""
-    column_weights = dict(column_weights or {})
+    column_weights = check_column_weights(column_weights)
     known = set(encoder.columns_) - set(encoder.identifier_columns_)
     unknown = [c for c in column_weights if c not in known]
     if unknown:
@@ -251,7 +258,4 @@ def expand_variable_weights(
             f"column_weights names unknown or identifier column(s) {unknown}; "
             f"variables are {sorted(map(str, known))}"
         )
-    bad = {c: w for c, w in column_weights.items() if not np.isfinite(w) or w <= 0}
-    if bad:
-        raise AvatarError(f"column_weights must be finite and > 0, got {bad}")
     return np.array([float(column_weights.get(c, 1.0)) for c in encoder.variable_sources_])

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import AvatarError, GpuAvatarError
 from ..files import read_table
-from ..parameters import TABLE_OVERRIDES, AvatarParameters, table_parameters
+from ..parameters import TABLE_OVERRIDES, AvatarParameters, check_integer, table_parameters
 from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
@@ -117,27 +117,38 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
             data = read_table(paths[name], sep=spec.get("sep"))
         except AvatarError as error:
             raise AvatarError(f"{where}: {error}") from error
-        database.add_table(
-            name, data, primary_key=spec["primary_key"],
-            individual_level=spec.get("individual_level"), types=dict(types),
-        )
+        try:
+            database.add_table(
+                name, data, primary_key=spec["primary_key"],
+                individual_level=spec.get("individual_level"), types=dict(types),
+            )
+        except GpuAvatarError as error:
+            raise AvatarError(f"{path}: {error}") from error
         overrides[name] = {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
     for index, entry in enumerate(links):
         spec = _check_keys(entry, LINK_KEYS, f"{path}: links[{index}]")
-        parent = spec["parent"]
+        parent, child = str(spec["parent"]), str(spec["child"])  # as the tables' names
         parent_key = spec.get("parent_key")
         if parent_key is None and parent in database.tables:
             parent_key = database.tables[parent].primary_key
-        database.add_link(
-            parent, parent_key, spec["child"], spec["foreign_key"],
-            method=spec.get("method", "linear_sum_assignment"),
-            drop_orphans=bool(spec.get("drop_orphans", False)),
-        )
+        try:
+            database.add_link(
+                parent, parent_key, child, spec["foreign_key"],
+                method=spec.get("method", "linear_sum_assignment"),
+                drop_orphans=spec.get("drop_orphans", False),
+            )
+        except GpuAvatarError as error:
+            raise AvatarError(f"{path}: links[{index}]: {error}") from error
+    block_size = top.get("assignment_block_size")
+    if block_size is not None:
+        try:
+            check_integer("assignment_block_size", block_size, 1)
+        except GpuAvatarError as error:
+            raise AvatarError(f"{path}: {error}") from error
     try:
         table_parameters(parameters, overrides, list(database.tables))  # checked here
     except GpuAvatarError as error:
         raise AvatarError(f"{path}: {error}") from error
     return DatabaseConfig(
-        database, parameters, {t: o for t, o in overrides.items() if o},
-        top.get("assignment_block_size"), paths,
+        database, parameters, {t: o for t, o in overrides.items() if o}, block_size, paths,
     )

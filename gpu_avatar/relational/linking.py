@@ -34,7 +34,7 @@ from ..backend import Backend, resolve_backend
 from ..encoding import CONTINUOUS, fresh_identifiers
 from ..errors import AvatarError, AvatarTypeError
 from ..metrics.privacy import metric_coordinates
-from ..parameters import AvatarParameters, avatar_parameters, table_parameters
+from ..parameters import AvatarParameters, avatar_parameters, check_integer, table_parameters
 from ..pipeline import avatarize
 from ..pipeline.model import seed_sequence
 from ..progress import ProgressLike, Steps
@@ -300,6 +300,8 @@ def avatarize_database(
     if not isinstance(db, Database):
         raise AvatarTypeError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
     base = avatar_parameters(parameters, **settings)
+    if assignment_block_size is not None:
+        check_integer("assignment_block_size", assignment_block_size, 1)
     if base.types:
         raise AvatarError(
             "types are declared per table in a database: db.add_table(name, data, "

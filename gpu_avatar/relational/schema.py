@@ -11,7 +11,7 @@ is not an orphan: the row is a child without a parent, kept, and its avatar may 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError
-from ..parameters import LINK_METHODS, check_choice, check_types
+from ..parameters import LINK_METHODS, check_choice, check_flag, check_types
 
 _EXAMPLES = 5
 
@@ -68,6 +68,13 @@ class Database:
         if not isinstance(data, pd.DataFrame):
             raise AvatarTypeError(
                 f"table {name!r}: expected a DataFrame, got {type(data).__name__}"
+            )
+        if individual_level is not None:
+            individual_level = check_flag(f"table {name!r}: individual_level", individual_level)
+        if not isinstance(primary_key, Hashable):
+            raise AvatarTypeError(
+                f"table {name!r}: primary_key must be one column name, got {primary_key!r} "
+                "(composite keys are not supported)"
             )
         if primary_key not in data.columns:
             raise AvatarError(
@@ -130,6 +137,7 @@ class Database:
                 UserWarning,
                 stacklevel=2,
             )
+        drop_orphans = check_flag(f"link {parent}->{child}: drop_orphans", drop_orphans)
         self.links.append(Link(parent, parent_key, child, foreign_key, method, drop_orphans))
         return self
 

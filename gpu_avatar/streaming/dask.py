@@ -49,7 +49,7 @@ from ..metrics.privacy import PrivacyMetrics
 from ..metrics.privacy import privacy_metrics as local_privacy_metrics
 from ..metrics.reductions import DistanceRanks, default_tile, host_ranks, tile_pass
 from ..neighbours.distances import rowwise_squared
-from ..parameters import AvatarParameters
+from ..parameters import AvatarParameters, avatar_parameters
 from ..progress import ProgressLike
 from .run import (
     BatchContext,
@@ -59,6 +59,7 @@ from .run import (
     batch_error,
     process_batch,
 )
+from .source import open_source
 
 
 def _distributed():
@@ -145,6 +146,8 @@ def avatarize(
     """``ga.avatarize_parquet`` with every batch a Dask task on ``client`` (a
     ``distributed.Client``; None: a LocalCluster for the call). Same parameters, same output
     files for the same seed; see the module docstring."""
+    open_source(source)  # a wrong path is said before a cluster starts
+    avatar_parameters(parameters, **settings)  # and so are wrong parameters
     with _client_for(client) as active:
         return avatarize_parquet(
             source,

@@ -317,7 +317,7 @@ def avatarize_parquet(
     time, with bounded memory (see the module docstring for the passes and the outputs).
 
     Parameters as in ``avatarize`` (``AvatarParameters``, or keywords of the same names), with
-    ``batch_size`` required (>= 2k rows per batch; a covering first batch shows every
+    ``batch_size`` required (>= 2k + 1 rows per batch; a covering first batch shows every
     modality; the projection is fitted on it). The avatar rows are those of
     ``avatarize(df, batch_size=batch_size)`` on the same table and seed (identifiers are fresh
     values unique over the whole output; rows are released batch by batch, each batch

@@ -109,3 +109,61 @@ def test_metrics_accept_originals_and_avatars_that_hold_text_differently():
         pd.testing.assert_frame_equal(signal, ga.signal_metrics(df, avatars).to_frame())
     with pytest.raises(ga.AvatarError, match="dtypes differ"):  # text against numbers is not
         ga.privacy_metrics(df, avatars.astype({"text": "category"}).assign(i=avatars["i"] * 1.0))
+
+
+def test_integers_near_their_type_limits_come_back_within_the_type():
+    """float64 rounds 2**63 - 1 up to 2**63: decoded as is, it wraps to the most negative
+    value (int64) or to 0 (uint64). Avatars stay within the type, next to the originals."""
+    rng = np.random.default_rng(3)
+    n = 60
+    df = pd.DataFrame(
+        {
+            "signed": np.iinfo(np.int64).max - rng.integers(0, 1000, n),
+            "unsigned": (np.iinfo(np.uint64).max - rng.integers(0, 1000, n).astype(np.uint64)),
+            "x": rng.normal(size=n),
+        }
+    )
+    avatars = ga.avatarize(df, k=5, seed=0).avatars
+    assert avatars.dtypes.equals(df.dtypes)
+    for column in ("signed", "unsigned"):
+        gap = np.abs(avatars[column].to_numpy(float) - df[column].to_numpy(float))
+        assert (gap <= 2**12).all(), column  # float64's spacing there is 2048
+
+
+def test_fresh_identifiers_that_do_not_fit_the_column_type_are_refused():
+    """200 fresh uint8 identifiers avoiding 50..249 would run past 255 and wrap onto real
+    ones: refused, with the remedy."""
+    df = pd.DataFrame(
+        {"id": np.arange(50, 250, dtype=np.uint8), "x": np.random.default_rng(0).normal(size=200)}
+    )
+    with pytest.raises(ga.AvatarError, match=r"'id' \(uint8\) cannot hold fresh values.*399.*"
+                       r"cast it to a wider integer type"):  # fmt: skip
+        ga.avatarize(df, k=5, seed=0, types={"id": "identifier"})
+    wide = df.astype({"id": np.int64})
+    ids = ga.avatarize(wide, k=5, seed=0, types={"id": "identifier"}).avatars["id"]
+    assert ids.is_unique and not ids.isin(wide["id"]).any()
+
+
+def test_values_no_projection_can_place_are_refused_naming_the_column():
+    df = mixed().drop(columns=["when", "stay"])
+    with pytest.raises(ga.AvatarError, match="column 'x' holds infinite values"):
+        ga.avatarize(df.assign(x=df["x"].where(df.index != 3, np.inf)), k=5)
+    with pytest.raises(ga.AvatarError, match=r"column 'x' holds values up to 1e\+300, too large"):
+        ga.avatarize(df.assign(x=df["x"].where(df.index != 3, 1e300)), k=5)
+    encoder = TableEncoder().fit(df)  # and the tables projected afterwards
+    with pytest.raises(ga.AvatarError, match="column 'x' holds infinite values"):
+        encoder.transform(df.assign(x=np.inf))
+
+
+def test_a_table_transformed_with_other_kinds_of_values_is_refused():
+    """Text given as integers would all be unseen modalities; numbers given as text cannot
+    be read: both refused, naming the columns and their dtypes."""
+    df = mixed().drop(columns=["when", "stay"])
+    encoder = TableEncoder().fit(df)
+    with pytest.raises(ga.AvatarError, match=r"'text': \('str', 'int64'\)"):
+        encoder.transform(df.assign(text=np.arange(len(df))))
+    with pytest.raises(ga.AvatarError, match=r"'x': \('float64', 'str'\)"):
+        encoder.transform(df.assign(x="abc"))
+    narrower = df.assign(i=df["i"].astype(np.int32), obj=df["obj"].astype("str"))
+    np.testing.assert_array_equal(encoder.transform(narrower).continuous,
+                                  encoder.transform(df).continuous)  # fmt: skip

@@ -580,11 +580,11 @@ def test_target_must_be_a_single_column():
         ga.privacy_metrics(df, avatars, ncp=2, known_variables=["a"], target=["b", "c"])
 
 
-def test_not_dataframes_are_rejected():
+def test_not_dataframes_are_rejected_naming_the_argument():
     df, avatars = _pair()
-    with pytest.raises(AvatarError, match="DataFrame"):
+    with pytest.raises(AvatarError, match="unshuffled_avatars must be a pandas DataFrame"):
         ga.privacy_metrics(df, avatars.to_numpy())
-    with pytest.raises(AvatarError, match="DataFrame"):
+    with pytest.raises(AvatarError, match="original must be a pandas .*DataFrame, got ndarray"):
         ga.signal_metrics(df.to_numpy(), avatars)
 
 
@@ -594,3 +594,64 @@ def test_bad_bins_and_engine_are_rejected():
         ga.signal_metrics(df, avatars, bins=0)
     with pytest.raises(AvatarError, match="engine"):
         ga.privacy_metrics(df, avatars, ncp=2, engine="faiss")
+
+
+def test_avatars_no_metric_can_measure_are_rejected():
+    """Infinite values would give an infinite distance to closest and NaN ratios or
+    Hellinger distances; no rows would give NaN: refused, naming what is wrong."""
+    df, avatars = _pair()
+    infinite = avatars.assign(a=avatars["a"].where(avatars.index != 2, np.inf))
+    with pytest.raises(AvatarError, match=r"unshuffled_avatars column\(s\) \['a'\] hold infinite"):
+        ga.privacy_metrics(df, infinite, ncp=2)
+    with pytest.raises(AvatarError, match=r"avatars column\(s\) \['a'\] hold infinite"):
+        ga.signal_metrics(df, infinite)
+    with pytest.raises(AvatarError, match="avatars has no rows"):
+        ga.signal_metrics(df, avatars.iloc[:0])
+
+
+def test_target_needs_known_variables():
+    """Without what the attacker knows there is no inference: the target is not ignored."""
+    df, avatars = _pair()
+    with pytest.raises(AvatarError, match="target needs known_variables"):
+        ga.privacy_metrics(df, avatars, ncp=2, target="a")
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"closest_rate_percentage_threshold": 200}, r"need 0 <= closest_rate_percentage_"),
+        ({"closest_rate_percentage_threshold": -1}, "out of range"),
+        ({"closest_rate_ratio_threshold": "a"}, "closest_rate_ratio_threshold must be a num"),
+        ({"closest_rate_ratio_threshold": -0.5}, "out of range"),
+    ],
+)
+def test_closest_rate_thresholds_are_checked(setting, message):
+    df, avatars = _pair()
+    with pytest.raises(AvatarError, match=message):
+        ga.privacy_metrics(df, avatars, ncp=2, **setting)
+
+
+def test_column_names_of_any_hashable_kind_name_variables():
+    """A tuple or a numpy integer that is a column is one name, not a list of names."""
+    df, avatars = _pair()
+    expected = ga.privacy_metrics(df, avatars, ncp=2, known_variables=["a", "b"], target="c")
+    for names in ([("a", 1), ("b", 1), ("c", 1), ("g", 1)], [0, 1, 2, 3]):
+        renamed = dict(zip(df.columns, names, strict=True))
+        got = ga.privacy_metrics(
+            df.rename(columns=renamed), avatars.rename(columns=renamed), ncp=2,
+            known_variables=[names[0], names[1]], target=np.int64(2) if names[0] == 0 else names[2],
+        )  # fmt: skip
+        assert got.inference_continuous == expected.inference_continuous
+    with pytest.raises(AvatarError, match=r"known_variables names unknown column\(s\) \['z', 1\]"):
+        ga.privacy_metrics(df, avatars, ncp=2, known_variables=("z", 1), target="c")
+
+
+def test_float16_columns_and_unique_label_frames_are_measured():
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"x": rng.normal(size=60).astype(np.float16), "y": rng.normal(size=60),
+                       "g": rng.choice(["a", "b"], 60)})  # fmt: skip
+    result = ga.avatarize(df, k=5, seed=0)
+    assert 0 <= result.privacy_metrics(ncp=2).column_direct_match_protection <= 100
+    strict = df.set_flags(allows_duplicate_labels=False)  # a concat of both would repeat labels
+    strict_result = ga.avatarize(strict, k=5, seed=0)
+    assert strict_result.signal_metrics().hellinger_mean == result.signal_metrics().hellinger_mean

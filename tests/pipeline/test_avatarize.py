@@ -388,8 +388,8 @@ def small_table(n: int = 30) -> pd.DataFrame:
 
 
 BAD_CALLS = {
-    "empty rows": (lambda df: dict(df=df.iloc[:0], k=2), "empty"),
-    "no columns": (lambda df: dict(df=df.iloc[:, :0], k=2), "empty"),
+    "empty rows": (lambda df: dict(df=df.iloc[:0], k=2), r"is empty \(shape \(0, 3\)\); give"),
+    "no columns": (lambda df: dict(df=df.iloc[:, :0], k=2), r"shape \(30, 0\)"),
     "not a DataFrame": (lambda df: dict(df=df.to_numpy(), k=2), "DataFrame"),
     "k below 2": (lambda df: dict(df=df, k=1), "k"),
     "k equal n": (lambda df: dict(df=df, k=len(df)), "k"),
@@ -452,6 +452,27 @@ def test_a_wrong_type_is_also_a_type_error(case):
     with pytest.raises(TypeError) as caught:
         ga.avatarize(arguments.pop("df"), **arguments)
     assert isinstance(caught.value, ga.AvatarError)  # one except clause catches every input error
+
+
+def test_the_result_keeps_the_original_as_it_was():
+    """Editing the input after the run leaves the result's metrics unchanged."""
+    df = small_table(60)
+    result = ga.avatarize(df, k=5, seed=0)
+    before = result.privacy_metrics(ncp=2).hidden_rate
+    df.loc[:, "weight"] = 0.0
+    df.iloc[0, 0] = 999
+    assert result.privacy_metrics(ncp=2).hidden_rate == before
+    assert result.original["weight"].ne(0.0).all()
+
+
+def test_an_engine_whose_library_is_missing_says_how_to_install_it():
+    try:
+        import cuml  # noqa: F401
+    except ImportError:
+        with pytest.raises(ga.MissingExtraError, match="engine='cuml' needs cuml.*RAPIDS"):
+            ga.avatarize(small_table(), k=3, engine="cuml")
+    else:
+        pytest.skip("cuML is installed")
 
 
 def test_an_unknown_parameter_names_the_valid_ones():

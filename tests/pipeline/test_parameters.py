@@ -27,7 +27,7 @@ def test_frozen_checked_once_and_replaced_with_checks():
     with pytest.raises(TypeError):
         params.types["h"] = "categorical"  # the mappings are read-only too
     assert params.column_weights == {"a": 2.0} and params.replace(k=9).k == 9
-    with pytest.raises(ga.AvatarError, match="smaller than 2k"):
+    with pytest.raises(ga.AvatarError, match=r"smaller than 2k \+ 1"):
         params.replace(batch_size=10)
     with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['neighbour_engine'\]"):
         params.replace(neighbour_engine="brute")
@@ -142,3 +142,31 @@ def test_importing_gpu_avatar_imports_no_optional_extra():
     for extra in ("numba", "cupy", "cupyx", "cudf", "cuml", "faiss", "dask", "distributed",
                   "matplotlib", "yaml", "tqdm", "sqlalchemy", "psycopg"):  # fmt: skip
         assert f"'{extra}'" not in loaded, (extra, loaded)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_the_smallest_accepted_batch_size_leaves_every_batch_its_neighbours(k):
+    """Batches are cut to equal sizes: with n = batch_size + 1 each holds half the rows, so
+    batch_size = 2k + 1 is the smallest that leaves every batch k + 1 rows."""
+    batch_size = 2 * k + 1
+    for n in (batch_size + 1, batch_size + 2, 2 * batch_size + 1, 3 * batch_size - 1):
+        rng = np.random.default_rng(n)
+        df = pd.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n)})
+        result = ga.avatarize(df, k=k, batch_size=batch_size, seed=0)
+        assert len(result.avatars) == n and result.avatars.notna().all().all()
+        assert min(len(batch) for batch in result.batches) >= k + 1
+    with pytest.raises(ga.AvatarError, match=rf"batch_size = {2 * k} is smaller than 2k \+ 1"):
+        ga.avatarize(df, k=k, batch_size=2 * k)
+
+
+def test_parameters_pickle_and_copy_as_their_values():
+    """Dask ships them to workers; copy.deepcopy and pickle give equal, checked parameters."""
+    import copy
+    import pickle
+
+    parameters = ga.AvatarParameters(k=7, types={"a": "categorical"}, column_weights={"b": 2.0},
+                                     seed=3, batch_size=100)  # fmt: skip
+    for clone in (pickle.loads(pickle.dumps(parameters)), copy.deepcopy(parameters)):
+        assert clone == parameters
+        with pytest.raises(TypeError):
+            clone.types["a"] = "continuous"  # still read-only

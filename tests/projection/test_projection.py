@@ -98,6 +98,23 @@ def test_column_weights_naming_an_unknown_column_are_rejected(aids_imputed):
         ga.FAMD(column_weights={"not_a_column": 2.0}).fit(aids_imputed)
 
 
+@pytest.mark.parametrize(
+    ("weights", "error", "message"),
+    [
+        ({"cd40": "2"}, ga.AvatarTypeError, r"column_weights\['cd40'\] must be a number"),
+        ([1, 2], ga.AvatarTypeError, "column_weights must map column names to weights"),
+        ({"cd40": -1.0}, ga.AvatarError, "must be finite and > 0"),
+        ({"cd40": 1e200}, ga.AvatarError, "column_weights up to 1e\\+200 overflow the proj"),
+    ],
+)
+def test_the_estimators_check_column_weights_as_avatarize_does(aids_imputed, weights, error,
+                                                               message):  # fmt: skip
+    with pytest.raises(error, match=message):
+        ga.FAMD(column_weights=weights).fit(aids_imputed)
+    with pytest.raises(error, match=message):
+        ga.avatarize(aids_imputed, k=5, column_weights=weights)
+
+
 # ------------------------------------------------------------------------------ MCA
 def test_mca_matches_saiph_on_wbcd(wbcd):
     reference, model, n_useful = _saiph_coordinates(wbcd.df, list(wbcd.df.columns))
@@ -244,6 +261,24 @@ def test_inverse_transform_round_trip_mixed_dtypes():
     assert (back["y"] == df["y"]).all()
     for column in ("text", "cat", "flag"):
         assert (back[column] == df[column]).all(), column
+
+
+def test_coordinates_that_cannot_be_inverted_are_refused(aids, aids_imputed):
+    famd = ga.FAMD(n_components=5, types=aids.types).fit(aids_imputed)
+    coordinates = famd.transform(aids_imputed).to_numpy()
+    available = famd.projection_.n_components_
+    too_wide = np.zeros((3, available + 1))
+    for bad, message in (
+        (too_wide, rf"shape \(rows, 1 to {available}\).*got shape \(3, {available + 1}\)"),
+        (coordinates[:, 0], r"got shape \(2139,\)"),
+        (np.full_like(coordinates, np.nan), "missing or infinite coordinates"),
+    ):
+        with pytest.raises(ga.AvatarError, match=message):
+            famd.inverse_transform(bad)
+    with pytest.raises(ga.AvatarError, match="X has no rows"):
+        famd.transform(aids_imputed.iloc[:0])
+    with pytest.raises(ga.AvatarError, match=r"dtypes differ from the fitted table's"):
+        famd.transform(aids_imputed.astype({aids_imputed.columns[0]: str}))
 
 
 def test_transform_new_rows_with_unseen_modality(aids, aids_imputed):

@@ -731,6 +731,46 @@ def test_not_a_database_is_refused():
         ga.avatarize_database({"patient": pd.DataFrame()}, k=3)
 
 
+def test_arguments_are_checked_before_any_table_is_avatarized():
+    parent, child = small_tables()
+    db = small_database(parent, child)
+    calls = []
+    for settings, error, message in (
+        (dict(assignment_block_size=0), AvatarError, "assignment_block_size = 0 is out of range"),
+        (dict(assignment_block_size="a"), ga.AvatarTypeError,
+         "assignment_block_size must be an integer, got 'a'"),
+        (dict(overrides=[("child", {"k": 3})]), ga.AvatarTypeError,
+         "overrides must map table names to parameters"),
+        (dict(overrides={"child": {"k": 0}}), AvatarError,
+         r"overrides\['child'\]: k = 0 is out of range"),
+    ):  # fmt: skip
+        with pytest.raises(error, match=message):
+            ga.avatarize_database(db, k=3, seed=0, progress=lambda *step: calls.append(step),
+                                  **settings)  # fmt: skip
+    assert calls == []  # refused up front, not after the parent's avatarization
+
+
+def test_table_declarations_are_checked_as_written():
+    parent, child = small_tables()
+    with pytest.raises(ga.AvatarTypeError, match="primary_key must be one column name, got"):
+        ga.Database().add_table("parent", parent, ["pid"])
+    with pytest.raises(ga.AvatarTypeError, match="individual_level must be True or False"):
+        ga.Database().add_table("parent", parent, "pid", individual_level="no")
+    db = ga.Database().add_table("parent", parent, "pid").add_table("child", child, "cid")
+    with pytest.raises(ga.AvatarTypeError, match="drop_orphans must be True or False"):
+        db.add_link("parent", "pid", "child", "pid", drop_orphans="no")
+
+
+def test_fresh_keys_that_do_not_fit_the_key_type_are_refused():
+    """uint8 keys 50..249: 200 fresh keys avoiding them run past 255 and would wrap onto
+    real keys (duplicates, integrity silently lost)."""
+    parent, child = small_tables(n_parents=200, n_children=300)
+    parent["pid"] = np.arange(50, 250, dtype=np.uint8)
+    child["pid"] = np.random.default_rng(0).integers(50, 250, 300).astype(np.uint8)
+    with pytest.raises(AvatarError, match=r"'pid' \(uint8\) cannot hold fresh values"):
+        ga.avatarize_database(small_database(parent, child), k=3, seed=0)
+
+
 def test_a_parent_without_children_and_zero_counts_are_handled():
     """Parents with no child at all (zeros) and a parent table whose every row has children."""
     parent, child = small_tables(n_parents=30, n_children=40)

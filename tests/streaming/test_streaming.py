@@ -426,7 +426,7 @@ def test_source_errors(tmp_path, mixed_source):
 def test_parameter_errors(tmp_path, mixed_source):
     df, folder = mixed_source
     out = tmp_path / "out"
-    with pytest.raises(AvatarError, match="smaller than 2k"):
+    with pytest.raises(AvatarError, match=r"smaller than 2k \+ 1"):
         ga.avatarize_parquet(folder, out, k=20, batch_size=39)
     with pytest.raises(AvatarError, match="more than half a batch"):
         ga.avatarize_parquet(
