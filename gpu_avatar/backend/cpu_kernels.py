@@ -20,7 +20,7 @@ or added whole only when every pair inside it would compare the same way.
 - ``nearest_others(points, k)``: every point's k nearest others, the queries of one leaf
   sharing one walk (faster on the CPU than one walk per query).
 - ``synthesize_block``: barycentres and categorical draws of ``synthesis.py``, bit for bit.
-- ``verify_candidates``: the exact re-check of ``neighbours.py``'s index candidates.
+- ``verify_candidates``: the exact re-check of ``neighbours/search.py``'s index candidates.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
 small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
@@ -474,7 +474,7 @@ def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y,
 def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
     """(len(rows), k) indices and squared distances of the k nearest others of ``points[rows]``
     among all ``points`` (``knn_query``, one walk per row): the exact answer for the rows whose
-    index candidates could not be verified (``neighbours.py``)."""
+    index candidates could not be verified (``neighbours/search.py``)."""
     tree = KDTree.build(points)
     stored = np.empty_like(tree.order)
     stored[tree.order] = np.arange(tree.order.size)

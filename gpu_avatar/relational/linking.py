@@ -109,13 +109,13 @@ class DatabaseAvatarizationResult:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per table
 
     def privacy_metrics(self, **options: Any):
-        """Privacy per (table, scenario, reference table); see ``multitable_metrics``."""
+        """Privacy per (table, scenario, reference table); see ``scenarios``."""
         from .scenarios import database_privacy_metrics
 
         return database_privacy_metrics(self, **options)
 
     def signal_metrics(self, **options: Any):
-        """Signal per (table, scenario, reference table); see ``multitable_metrics``."""
+        """Signal per (table, scenario, reference table); see ``scenarios``."""
         from .scenarios import database_signal_metrics
 
         return database_signal_metrics(self, **options)
