@@ -193,6 +193,21 @@ def children_low(q, i, lower, upper, a, b):
     return low_a, low_b
 
 
+def push_children(q, i, lower, upper, left, right, node, nodes, bounds, top):
+    """Push both children of ``node`` with their lower bounds, the nearer one on top (walked
+    first); return the new stack top."""
+    near = left[node]
+    far = right[node]
+    near_low, far_low = children_low(q, i, lower, upper, near, far)
+    if far_low < near_low:
+        near, far, near_low, far_low = far, near, far_low, near_low
+    nodes[top] = far
+    bounds[top] = far_low
+    nodes[top + 1] = near
+    bounds[top + 1] = near_low
+    return top + 2
+
+
 def is_point(lower, upper, node):
     """Whether every point of the node is one and the same point (a box of no width)."""
     for d in range(lower.shape[1]):
@@ -273,16 +288,7 @@ def two_nearest_query(
                 elif d2 < runner_up:
                     runner_up = d2
             continue
-        near = left[node]
-        far = right[node]
-        near_low, far_low = children_low(y, p, lower, upper, near, far)
-        if far_low < near_low:
-            near, far, near_low, far_low = far, near, far_low, near_low
-        nodes[top] = far
-        bounds[top] = far_low
-        nodes[top + 1] = near
-        bounds[top + 1] = near_low
-        top += 2
+        top = push_children(y, p, lower, upper, left, right, node, nodes, bounds, top)
     return best, runner_up
 
 
@@ -332,22 +338,13 @@ def knn_query(points, order, start, stop, left, right, lower, upper, low_index, 
                 best_d[slot] = d2
                 best_i[slot] = index
             continue
-        near = left[node]
-        far = right[node]
-        near_low, far_low = children_low(points, q, lower, upper, near, far)
-        if far_low < near_low:
-            near, far, near_low, far_low = far, near, far_low, near_low
-        nodes[top] = far
-        bounds[top] = far_low
-        nodes[top + 1] = near
-        bounds[top + 1] = near_low
-        top += 2
+        top = push_children(points, q, lower, upper, left, right, node, nodes, bounds, top)
 
 
 # Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
 # numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 # ``cuda_kernels.py``.
-SHARED_WALKS = (pair_squared, box_squared, children_low, is_point, rank_query,
+SHARED_WALKS = (pair_squared, box_squared, children_low, push_children, is_point, rank_query,
                 two_nearest_query, knn_query)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
