@@ -208,6 +208,22 @@ def push_children(q, i, lower, upper, left, right, node, nodes, bounds, top):
     return top + 2
 
 
+def keep_best(best_d, best_i, k, d2, index):
+    """Insert ``(d2, index)`` among the k best so far, ordered by (squared distance, index),
+    if it belongs there."""
+    if d2 > best_d[k - 1] or (d2 == best_d[k - 1] and index > best_i[k - 1]):
+        return
+    slot = k - 1
+    while slot > 0 and (
+        d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and index < best_i[slot - 1])
+    ):
+        best_d[slot] = best_d[slot - 1]
+        best_i[slot] = best_i[slot - 1]
+        slot -= 1
+    best_d[slot] = d2
+    best_i[slot] = index
+
+
 def is_point(lower, upper, node):
     """Whether every point of the node is one and the same point (a box of no width)."""
     for d in range(lower.shape[1]):
@@ -321,22 +337,10 @@ def knn_query(points, order, start, stop, left, right, lower, upper, low_index, 
             for j in range(start[node], stop[node]):
                 if j == q:
                     continue
-                cap = best_d[k - 1]
                 if not (point and measured):
-                    d2 = pair_squared(points, q, points, j, cap)
+                    d2 = pair_squared(points, q, points, j, best_d[k - 1])
                     measured = True
-                index = order[j]
-                if d2 > cap or (d2 == cap and index > best_i[k - 1]):
-                    continue
-                slot = k - 1
-                while slot > 0 and (
-                    d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and index < best_i[slot - 1])
-                ):
-                    best_d[slot] = best_d[slot - 1]
-                    best_i[slot] = best_i[slot - 1]
-                    slot -= 1
-                best_d[slot] = d2
-                best_i[slot] = index
+                keep_best(best_d, best_i, k, d2, order[j])
             continue
         top = push_children(points, q, lower, upper, left, right, node, nodes, bounds, top)
 
@@ -344,8 +348,8 @@ def knn_query(points, order, start, stop, left, right, lower, upper, low_index, 
 # Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
 # numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 # ``cuda_kernels.py``.
-SHARED_WALKS = (pair_squared, box_squared, children_low, push_children, is_point, rank_query,
-                two_nearest_query, knn_query)  # fmt: skip
+SHARED_WALKS = (pair_squared, box_squared, children_low, push_children, keep_best, is_point,
+                rank_query, two_nearest_query, knn_query)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
 
@@ -612,18 +616,7 @@ def _verify(points, candidates, far_squared, margin, k, exhaustive):
             j = candidates[i, c]
             if j == i:
                 continue
-            d2 = pair_squared(points, i, points, j, np.inf)
-            if d2 > best_d[k - 1] or (d2 == best_d[k - 1] and j > best_i[k - 1]):
-                continue
-            slot = k - 1
-            while slot > 0 and (
-                d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and j < best_i[slot - 1])
-            ):
-                best_d[slot] = best_d[slot - 1]
-                best_i[slot] = best_i[slot - 1]
-                slot -= 1
-            best_d[slot] = d2
-            best_i[slot] = j
+            keep_best(best_d, best_i, k, pair_squared(points, i, points, j, np.inf), j)
         indices[i] = best_i
         squared[i] = best_d
         uncertain[i] = not exhaustive and best_d[k - 1] >= far_squared[i] - margin[i]
