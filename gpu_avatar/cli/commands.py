@@ -2,14 +2,17 @@
 
     gpu-avatar avatarize INPUT OUTPUT [--k 20] [--ncp 5] [--seed S] [--types col=kind ...]
                          [--backend auto|cpu|gpu] [--report report.html]
-    gpu-avatar database CONFIG.yaml OUTPUT_DIR        (YAML format: gpu_avatar.config)
+    gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
+                                          gpu_avatar.relational.config; OUTPUT: a URL or a folder)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
     gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html]
     gpu-avatar demo [OUTPUT_DIR]
 
-Tables are CSV or Parquet, by file name. Progress bars go to stderr when it is a terminal
-(``--quiet`` turns them off). Any bad input prints one line ``gpu-avatar: error: ...`` and exits
-with status 1 (2 for a bad command line); ``--debug`` shows the traceback instead.
+Tables are CSV or Parquet, by file name; databases are SQLAlchemy URLs (sqlite:///file.db,
+postgresql://user:password@host/db), shown without their password. Progress bars go to stderr
+when it is a terminal (``--quiet`` turns them off). Any bad input prints one line
+``gpu-avatar: error: ...`` and exits with status 1 (2 for a bad command line); ``--debug``
+shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..parameters import (
     AvatarParameters,
     check_types,
 )
+from ..sql.write import IF_EXISTS
 
 DEFAULTS = AvatarParameters()
 
@@ -204,14 +208,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_avatarize)
 
-    command = commands.add_parser("database", help="avatarize a database declared in YAML")
-    command.add_argument("config", help="YAML file: tables, links, parameters")
-    command.add_argument("output_dir", help="folder for the avatar tables and the report")
+    command = commands.add_parser(
+        "database", help="avatarize a database: a server (URL) or tables declared in YAML")
+    command.add_argument("source", help="database URL (sqlite:///file.db, postgresql://...) "
+                         "or YAML file (tables, links, parameters)")
+    command.add_argument("output", help="database URL for the avatar tables, or a folder for "
+                         "them (CSV or Parquet), the summary and the report")
     _add_parameters(command, None)
+    command.add_argument("--schema", help="the source database's schema (a URL source)")
+    command.add_argument("--tables", nargs="+", metavar="TABLE",
+                         help="read only these tables (a URL source)")
+    command.add_argument("--primary-key", nargs="+", action="append", metavar="TABLE=COLUMN",
+                         help="the key of a table that declares none (a URL source)")
+    command.add_argument("--output-schema", help="the target database's schema (a URL output)")
+    command.add_argument("--if-exists", choices=IF_EXISTS, default="fail",
+                         help="when the target already holds the tables (default fail)")
     command.add_argument("--format", choices=("csv", "parquet"), default="csv",
-                         help="format of the avatar tables (default csv)")
+                         help="format of the avatar tables in a folder (default csv)")
     command.add_argument("--report", metavar="HTML",
-                         help="report path (default OUTPUT_DIR/report.html)")
+                         help="report path (default OUTPUT/report.html for a folder)")
     command.add_argument("--no-report", action="store_true", help="write no report")
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_database)
@@ -389,23 +404,58 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     return 0
 
 
+def _read_database(args: argparse.Namespace, progress: bool):
+    """The database and its run settings, from a URL or a YAML file."""
+    import gpu_avatar as ga
+
+    from ..relational.config import DatabaseConfig, load_database_config
+    from ..sql.connection import looks_like_url
+
+    if not looks_like_url(args.source):
+        given = [f"--{n.replace('_', '-')}" for n in ("schema", "tables", "primary_key")
+                 if getattr(args, n)]
+        if given:
+            raise UsageError(f"{', '.join(given)} go with a database URL source, not a YAML "
+                             "file (which declares its tables)")
+        return load_database_config(args.source)
+    keys = {}
+    for item in (i for group in args.primary_key or [] for i in group):
+        table, sep, column = item.partition("=")
+        if not sep or not table or not column:
+            raise UsageError(f"--primary-key expects TABLE=COLUMN, got {item!r}")
+        keys[table] = column
+    db = ga.Database.from_sql(args.source, schema=args.schema, tables=args.tables,
+                              primary_keys=keys, progress=progress)
+    return DatabaseConfig(db)
+
+
 def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
     from ..demo import database_summary
     from ..files import write_table
     from ..progress import Steps
-    from ..relational.config import load_database_config
+    from ..sql.connection import looks_like_url, parse_url, shown
 
-    output = Path(args.output_dir)
-    report = None if args.no_report else Path(args.report or output / "report.html")
-    if report is not None:
+    to_database = looks_like_url(args.output)
+    if to_database:
+        parse_url(args.output)  # a malformed URL is refused before any work
+    elif args.output_schema:
+        raise UsageError("--output-schema goes with a database URL output, not a folder")
+    output = None if to_database else Path(args.output)
+    report = None
+    if not args.no_report and (args.report or output is not None):
+        report = Path(args.report or output / "report.html")
         from ..report import require_matplotlib, write_report
 
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
-        config = load_database_config(args.config)
+        config = _read_database(args, progress)
+    if to_database and args.if_exists == "fail":  # refused before the work, not after
+        from ..sql.write import refuse_existing
+
+        refuse_existing(args.output, args.output_schema, list(config.database.tables))
     start = time.perf_counter()
     result = ga.avatarize_database(
         config.database, parameters=config.parameters.replace(**_settings(args)),
@@ -414,18 +464,27 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     )
     seconds = time.perf_counter() - start
     with steps.step("write"):
-        for name, table in result.tables.items():
-            write_table(table, output / f"{name}.{args.format}")
-    _say(f"wrote {len(result.tables)} avatar tables to {output}/ in {seconds:.2f} s "
+        if to_database:
+            result.to_sql(args.output, schema=args.output_schema, if_exists=args.if_exists,
+                          progress=progress)
+            where = shown(args.output)
+        else:
+            for name, table in result.tables.items():
+                write_table(table, output / f"{name}.{args.format}")
+            where = f"{output}/"
+    _say(f"wrote {len(result.tables)} avatar tables to {where} in {seconds:.2f} s "
          f"(seed {result.parameters.seed})")
     with steps.step("privacy scenarios"):
         privacy = result.privacy_metrics()
     text = database_summary(result, seconds, privacy=privacy)
-    (output / "summary.txt").write_text(text)
+    if output is not None:
+        (output / "summary.txt").write_text(text)
     _say(text)
     if report is not None:
+        name = (Path(parse_url(args.source).database or "database").stem
+                if looks_like_url(args.source) else Path(args.source).stem)
         write_report(result, report, privacy=privacy, seconds=seconds, progress=progress,
-                     name=Path(args.config).stem)
+                     name=name)
         _say(f"wrote the report to {report}")
     steps.close()
     return 0

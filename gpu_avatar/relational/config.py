@@ -23,6 +23,21 @@ links:
 Link keys: ``parent``, ``child``, ``foreign_key``, optional ``parent_key`` (the parent's primary
 key by default), ``method`` and ``drop_orphans``. Unknown keys are refused (a typo would
 otherwise be ignored); every problem is an ``AvatarError`` naming the file and the entry.
+
+A database server instead of files (``Database.from_sql``): ``url`` names it (an SQLite path
+relative to this YAML file), every table is read with its keys (``include: [...]``: only
+those), ``tables`` entries then only set a table's ``primary_key``, ``types`` and overrides
+(no ``path``), and ``links`` set a foreign key's method or add one the schema lacks:
+
+```yaml
+url: postgresql://analyst@db.example.org/hospital   # the password: in ~/.pgpass or the URL
+schema: public
+k: 10
+tables:
+  visit: {k: 5}
+links:
+  - {parent: doctor, child: visit, foreign_key: doctor_id, method: minimum_distance}
+```
 """
 
 from __future__ import annotations
@@ -34,12 +49,18 @@ from typing import Any
 
 from ..errors import AvatarError, GpuAvatarError
 from ..files import read_table
-from ..parameters import TABLE_OVERRIDES, AvatarParameters, check_integer, table_parameters
+from ..parameters import (
+    TABLE_OVERRIDES,
+    AvatarParameters,
+    check_flag,
+    check_integer,
+    table_parameters,
+)
 from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
-TOP_LEVEL = {"tables": True, "links": False, "assignment_block_size": False,
-             **dict.fromkeys(RUN_PARAMETERS, False)}
+TOP_LEVEL = {"tables": False, "links": False, "assignment_block_size": False, "url": False,
+             "schema": False, "include": False, **dict.fromkeys(RUN_PARAMETERS, False)}
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
               "sep": False, **dict.fromkeys(TABLE_OVERRIDES, False)}
 LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": False,
@@ -90,11 +111,18 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     path = Path(path)
     document = _parse_yaml(path)
     top = _check_keys(document, TOP_LEVEL, f"{path}")
-    tables = top["tables"]
-    if not isinstance(tables, Mapping) or not tables:
+    url = top.get("url")
+    tables = top.get("tables")
+    if url is None and (not isinstance(tables, Mapping) or not tables):
         raise AvatarError(
-            f"{path}: 'tables' must map each table name to its settings (path, primary_key, ...)"
+            f"{path}: 'tables' must map each table name to its settings (path, primary_key, "
+            "...), or 'url' must name a database to read"
         )
+    if not isinstance(tables or {}, Mapping):
+        raise AvatarError(f"{path}: 'tables' must map table names to their settings")
+    for key in ("schema", "include"):
+        if key in top and url is None:
+            raise AvatarError(f"{path}: {key!r} goes with 'url' (a database to read)")
     links = top.get("links") or []
     if not isinstance(links, list):
         raise AvatarError(f"{path}: 'links' must be a list of links (parent, child, foreign_key)")
@@ -103,42 +131,24 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         parameters = AvatarParameters(**{k: top[k] for k in RUN_PARAMETERS if k in top})
     except GpuAvatarError as error:
         raise AvatarError(f"{path}: {error}") from error
-    database = Database()
-    overrides, paths = {}, {}
-    for name, entry in tables.items():
-        name = str(name)
-        where = f"{path}: tables.{name}"
-        spec = _check_keys(entry, TABLE_KEYS, where)
-        types = spec.get("types") or {}
-        if not isinstance(types, Mapping):
-            raise AvatarError(f"{where}.types must map column names to kinds")
-        paths[name] = (path.parent / str(spec["path"])).resolve()
-        try:
-            data = read_table(paths[name], sep=spec.get("sep"))
-        except AvatarError as error:
-            raise AvatarError(f"{where}: {error}") from error
-        try:
-            database.add_table(
-                name, data, primary_key=spec["primary_key"],
-                individual_level=spec.get("individual_level"), types=dict(types),
-            )
-        except GpuAvatarError as error:
-            raise AvatarError(f"{path}: {error}") from error
-        overrides[name] = {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
-    for index, entry in enumerate(links):
-        spec = _check_keys(entry, LINK_KEYS, f"{path}: links[{index}]")
-        parent, child = str(spec["parent"]), str(spec["child"])  # as the tables' names
-        parent_key = spec.get("parent_key")
-        if parent_key is None and parent in database.tables:
-            parent_key = database.tables[parent].primary_key
-        try:
-            database.add_link(
-                parent, parent_key, child, spec["foreign_key"],
-                method=spec.get("method", "linear_sum_assignment"),
-                drop_orphans=spec.get("drop_orphans", False),
-            )
-        except GpuAvatarError as error:
-            raise AvatarError(f"{path}: links[{index}]: {error}") from error
+    allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
+    if url is not None:
+        del allowed["path"], allowed["sep"]
+    specs = {str(name): _check_keys(entry, allowed, f"{path}: tables.{name}")
+             for name, entry in (tables or {}).items()}
+    links = [_check_keys(entry, LINK_KEYS, f"{path}: links[{i}]") for i, entry in enumerate(links)]
+    for name, spec in specs.items():
+        if not isinstance(spec.get("types") or {}, Mapping):
+            raise AvatarError(f"{path}: tables.{name}.types must map column names to kinds")
+    try:
+        if url is None:
+            database, paths = _database_from_files(path, specs, links)
+        else:
+            database, paths = _database_from_url(path, top, specs, links), {}
+    except GpuAvatarError as error:
+        raise AvatarError(f"{path}: {error}") from error
+    overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
+                 for name, spec in specs.items()}
     block_size = top.get("assignment_block_size")
     if block_size is not None:
         try:
@@ -152,3 +162,59 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     return DatabaseConfig(
         database, parameters, {t: o for t, o in overrides.items() if o}, block_size, paths,
     )
+
+
+def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict]:
+    """The tables read from their files, the links declared."""
+    database = Database()
+    paths = {}
+    for name, spec in specs.items():
+        paths[name] = (path.parent / str(spec["path"])).resolve()
+        try:
+            data = read_table(paths[name], sep=spec.get("sep"))
+        except AvatarError as error:
+            raise AvatarError(f"tables.{name}: {error}") from error
+        database.add_table(
+            name, data, primary_key=spec["primary_key"],
+            individual_level=spec.get("individual_level"), types=dict(spec.get("types") or {}),
+        )
+    for index, spec in enumerate(links):
+        parent, child = str(spec["parent"]), str(spec["child"])  # as the tables' names
+        parent_key = spec.get("parent_key")
+        if parent_key is None and parent in database.tables:
+            parent_key = database.tables[parent].primary_key
+        try:
+            database.add_link(
+                parent, parent_key, child, spec["foreign_key"],
+                method=spec.get("method", "linear_sum_assignment"),
+                drop_orphans=spec.get("drop_orphans", False),
+            )
+        except GpuAvatarError as error:
+            raise AvatarError(f"links[{index}]: {error}") from error
+    return database, paths
+
+
+def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> Database:
+    """The database read from its server, with the settings the YAML file adds."""
+    from ..sql.connection import parse_url
+
+    url = parse_url(top["url"])
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        url = url.set(database=str((path.parent / url.database).resolve()))  # as file paths
+    include = top.get("include")
+    unknown = [name for name in specs if include is not None and name not in include]
+    if unknown:
+        raise AvatarError(f"tables {unknown} have settings but are not in 'include'")
+    database = Database.from_sql(
+        url, schema=top.get("schema"), tables=include,
+        primary_keys={n: s["primary_key"] for n, s in specs.items() if "primary_key" in s},
+        links=links, types={n: dict(s["types"]) for n, s in specs.items() if s.get("types")},
+    )
+    for name, spec in specs.items():
+        if name not in database.tables:
+            raise AvatarError(f"tables.{name}: the database has no table {name!r}")
+        if spec.get("individual_level") is not None:
+            database.tables[name].individual_level = check_flag(
+                f"tables.{name}.individual_level", spec["individual_level"]
+            )
+    return database

@@ -126,6 +126,21 @@ class DatabaseAvatarizationResult:
 
         return metrics_summary(self, privacy)
 
+    def to_sql(
+        self, url: Any, schema: str | None = None, if_exists: str = "fail", *,
+        chunk_rows: int = 10_000, progress: Any = None,
+    ) -> dict[str, int]:
+        """Write the avatar tables (``tables``) to the database at ``url`` (and ``schema``):
+        the same column types, primary keys, NOT NULL and foreign key constraints, parents
+        first, in one transaction (a failed write leaves nothing). A target that already holds
+        one of the tables is refused unless ``if_exists="replace"``. Returns rows per table."""
+        from ..sql.write import write_database
+
+        return write_database(
+            self, url, schema=schema, if_exists=if_exists, chunk_rows=chunk_rows,
+            progress=progress,
+        )
+
 
 
 def enriched_table(

@@ -11,7 +11,7 @@ is not an orphan: the row is a child without a parent, kept, and its avatar may 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ class Table:
     primary_key: str
     individual_level: bool | None = None  # None: True when the table has no parent
     types: dict[Any, str] = field(default_factory=dict)
+    sql: Any = field(default=None, repr=False)  # the reflected sqlalchemy.Table (from_sql)
 
 
 @dataclass
@@ -53,6 +54,45 @@ class Database:
     def __init__(self) -> None:
         self.tables: dict[str, Table] = {}
         self.links: list[Link] = []
+
+    @classmethod
+    def from_sql(
+        cls,
+        url: Any,
+        schema: str | None = None,
+        tables: Sequence[str] | None = None,
+        primary_keys: Mapping[str, str] | None = None,
+        links: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        link_method: str = "linear_sum_assignment",
+        types: Mapping[str, Mapping[Any, str]] | None = None,
+        chunk_rows: int = 100_000,
+        progress: Any = None,
+    ) -> Database:
+        """Read a whole database: its tables (``tables``: some of them), primary keys and
+        foreign keys (each one a link, by ``link_method``), from a SQLAlchemy ``url``
+        (``sqlite:///file.db``; ``postgresql://user:password@host/db`` with the ``postgres``
+        extra) and ``schema``.
+
+        ``primary_keys`` names the key of a table that declares none; ``links`` entries
+        (``{"parent", "child", "foreign_key", "method"}``) set one foreign key's method, or add
+        a link the database does not declare (see ``suggest_links``); ``types`` overrides
+        column kinds per table. A NULL foreign key is a child without a parent. Composite
+        keys, self-references and column types with no kind are refused, naming them.
+        """
+        from ..sql.read import read_database
+
+        return read_database(
+            url, schema=schema, tables=tables, primary_keys=primary_keys, links=links,
+            link_method=link_method, types=types, chunk_rows=chunk_rows, progress=progress,
+        )
+
+    def suggest_links(self, min_containment: float = 0.95):
+        """Links this database does not declare, proposed from key names and values; see
+        ``relational.suggest``. Nothing is applied: add the ones you accept with add_link."""
+        from .suggest import suggest_links
+
+        return suggest_links(self, min_containment=min_containment)
 
     def add_table(
         self,

@@ -1,0 +1,107 @@
+"""Database URLs and engines: parsed once, shown without their password, errors in one line.
+
+``sqlite:///path.db`` works from a plain install; ``postgresql://user:password@host/db`` needs
+the ``postgres`` extra (psycopg 3, which a bare ``postgresql://`` URL uses). SQLite engines
+enforce foreign keys and run DDL inside the write's transaction, as PostgreSQL does, so a
+failed write leaves nothing behind on either.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import AvatarError, AvatarTypeError, import_extra
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_DRIVERS = {"postgresql": "postgresql+psycopg"}  # psycopg 3, not SQLAlchemy's psycopg2 default
+_NEEDS = {"postgresql": ("psycopg", "postgres")}  # backend name -> (module, extra)
+
+
+def looks_like_url(text: Any) -> bool:
+    """Whether a command-line argument is a database URL rather than a file path."""
+    return isinstance(text, str) and _URL.match(text) is not None
+
+
+def parse_url(url: Any):
+    """The SQLAlchemy URL of ``url`` (a string or ``sqlalchemy.URL``), its driver chosen."""
+    import sqlalchemy as sa
+
+    if isinstance(url, sa.URL):
+        parsed = url
+    elif isinstance(url, str):
+        try:
+            parsed = sa.make_url(url)
+        except sa.exc.ArgumentError:
+            raise AvatarError(
+                f"{url!r} is not a database URL; expected e.g. sqlite:///hospital.db or "
+                "postgresql://user:password@host:5432/database"
+            ) from None
+    else:
+        raise AvatarTypeError(
+            f"url must be a database URL string or sqlalchemy.URL, got {type(url).__name__}"
+        )
+    driver = _DRIVERS.get(parsed.drivername)
+    return parsed.set(drivername=driver) if driver else parsed
+
+
+def shown(url: Any) -> str:
+    """The URL as logs and messages show it: its password as ***."""
+    return parse_url(url).render_as_string(hide_password=True)
+
+
+def one_line(error: BaseException, url: Any) -> str:
+    """A driver's error as one line, without the URL's password."""
+    cause = getattr(error, "orig", None) or error
+    text = " ".join(str(cause).split()) or type(cause).__name__
+    password = parse_url(url).password
+    return text.replace(password, "***") if password else text
+
+
+def _sqlite_transactional_ddl(engine) -> None:
+    """pysqlite commits before DDL and leaves foreign keys unchecked; SQLAlchemy's recipe:
+    begin explicitly, so CREATE TABLE is part of the transaction, and turn the checks on."""
+    import sqlalchemy as sa
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute("PRAGMA foreign_keys = ON")
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(connection):
+        connection.exec_driver_sql("BEGIN")
+
+
+def create_engine(url: Any, *, must_exist: bool):
+    """An engine for ``url`` whose server answers; ``must_exist``: a source, so an SQLite
+    file that is not there is an error rather than a new empty database."""
+    import sqlalchemy as sa
+
+    parsed = parse_url(url)
+    backend = parsed.get_backend_name()
+    if backend in _NEEDS:
+        module, extra = _NEEDS[backend]
+        import_extra(module, extra, f"reading and writing {backend} databases")
+    if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        path = Path(parsed.database)
+        if must_exist and not path.is_file():
+            raise AvatarError(f"{shown(parsed)}: no SQLite database file at {path}")
+        if not must_exist and not path.parent.is_dir():
+            raise AvatarError(f"{shown(parsed)}: the folder {path.parent} does not exist")
+    try:
+        engine = sa.create_engine(parsed)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as error:
+        raise AvatarError(f"{shown(parsed)}: {one_line(error, parsed)}") from None
+    if backend == "sqlite":
+        _sqlite_transactional_ddl(engine)
+    try:
+        with engine.connect():
+            pass
+    except sa.exc.DBAPIError as error:
+        engine.dispose()
+        raise AvatarError(
+            f"cannot connect to {shown(parsed)}: {one_line(error, parsed)}"
+        ) from None
+    return engine

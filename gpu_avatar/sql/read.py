@@ -1,0 +1,222 @@
+"""``Database.from_sql``: a whole schema read with its keys, by SQLAlchemy reflection.
+
+Tables, primary keys and foreign keys are reflected; each foreign key becomes a link (method:
+``link_method``, or the one a ``links`` entry gives it); every column's SQL type decides its
+pandas dtype and so its kind (``columns.py``). Rows are fetched ``chunk_rows`` at a time from a
+server-side cursor, so a table never sits in memory as Python rows, only as its columns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..errors import AvatarError, AvatarTypeError
+from ..parameters import check_integer
+from ..progress import ProgressLike, Steps
+from ..relational.schema import Database
+from .columns import family, to_series
+from .connection import create_engine, one_line, shown
+
+logger = logging.getLogger("gpu_avatar")
+
+DEFAULT_CHUNK_ROWS = 100_000
+LINK_ENTRY = ("parent", "child", "foreign_key")
+
+
+def _names(given: Any, argument: str) -> list[str] | None:
+    if given is None:
+        return None
+    if isinstance(given, str) or not isinstance(given, Sequence):
+        raise AvatarTypeError(f"{argument} must be a list of table names, got {given!r}")
+    return [str(name) for name in given]
+
+
+def _mapping(given: Any, argument: str) -> dict:
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise AvatarTypeError(f"{argument} must map table names to values, got {given!r}")
+    return {str(name): value for name, value in given.items()}
+
+
+def _primary_key(table, chosen: str | None) -> str:
+    name = table.name
+    if chosen is not None:
+        if chosen not in table.columns:
+            raise AvatarError(
+                f"primary_keys[{name!r}] = {chosen!r} is not a column of {name!r} (columns: "
+                f"{list(table.columns.keys())})"
+            )
+        return chosen
+    declared = list(table.primary_key.columns.keys())
+    if not declared:
+        raise AvatarError(
+            f"table {name!r} has no primary key; name a column of unique values with "
+            f"primary_keys={{{name!r}: 'column'}}, or leave the table out with tables=[...]"
+        )
+    if len(declared) > 1:
+        raise AvatarError(
+            f"table {name!r} has a composite primary key {declared}, which is not supported: "
+            f"add a single-column key (e.g. ALTER TABLE {name} ADD COLUMN {name}_id SERIAL) "
+            f"and name it with primary_keys={{{name!r}: '{name}_id'}}"
+        )
+    return declared[0]
+
+
+def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(parent, child, foreign key) of each foreign key of ``table``, refused where the
+    library cannot relink it."""
+    links = []
+    for constraint in table.foreign_key_constraints:
+        columns = [column.name for column in constraint.columns]
+        parent = constraint.referred_table.name
+        referred = [element.column.name for element in constraint.elements]
+        where = f"foreign key {table.name}({', '.join(columns)}) -> {parent}"
+        if len(columns) > 1:
+            raise AvatarError(
+                f"{where}({', '.join(referred)}) is composite, which is not supported: refer "
+                f"to a single-column key of {parent!r} instead"
+            )
+        if parent == table.name:
+            raise AvatarError(
+                f"{where}.{referred[0]}: table {parent!r} refers to itself, which is not "
+                "supported (a database must be a directed acyclic graph of parent -> child "
+                "links); drop the constraint, or read the table through a view without the "
+                "column"
+            )
+        if parent not in keys:
+            raise AvatarError(
+                f"{where}.{referred[0]}: {parent!r} is not among the tables read; add it to "
+                "tables=[...]"
+            )
+        if referred[0] != keys[parent]:
+            raise AvatarError(
+                f"{where}.{referred[0]}: refers to a column that is not the primary key of "
+                f"{parent!r} ({keys[parent]!r}); only links to a primary key are supported"
+            )
+        links.append((parent, table.name, columns[0]))
+    return links
+
+
+def _families(table) -> dict[str, str]:
+    return {c.name: family(c.type, f"{table.name}.{c.name}") for c in table.columns}
+
+
+def _read_rows(connection, table, key: str, chunk_rows: int) -> pd.DataFrame:
+    """Every row of ``table``, ordered by its key, ``chunk_rows`` rows of Python objects at
+    a time."""
+    import sqlalchemy as sa
+
+    kinds = _families(table)
+    zoned = {c.name: bool(getattr(c.type, "timezone", False)) for c in table.columns}
+    names = list(table.columns.keys())
+    parts: dict[str, list[pd.Series]] = {name: [] for name in names}
+    statement = sa.select(table).order_by(table.c[key])
+    result = connection.execution_options(stream_results=True, max_row_buffer=chunk_rows)
+    for rows in result.execute(statement).partitions(chunk_rows):
+        for name, values in zip(names, zip(*rows, strict=True), strict=True):
+            parts[name].append(to_series(list(values), kinds[name], name, zoned[name]))
+    if not parts[names[0]]:
+        return pd.DataFrame({name: to_series([], kinds[name], name, zoned[name]) for name in names})
+    # concatenated chunk by chunk: an integer column with NULLs in one chunk only ends float
+    return pd.DataFrame({name: pd.concat(parts.pop(name), ignore_index=True) for name in names})
+
+
+def read_database(
+    url: Any,
+    *,
+    schema: str | None = None,
+    tables: Sequence[str] | None = None,
+    primary_keys: Mapping[str, str] | None = None,
+    links: Sequence[Mapping[str, Any]] | None = None,
+    link_method: str = "linear_sum_assignment",
+    types: Mapping[str, Mapping[Any, str]] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: ProgressLike = None,
+) -> Database:
+    """``Database.from_sql``'s work (see there)."""
+    import sqlalchemy as sa
+
+    wanted = _names(tables, "tables")
+    primary_keys = _mapping(primary_keys, "primary_keys")
+    types = _mapping(types, "types")
+    check_integer("chunk_rows", chunk_rows, 1)
+    extra_links = list(links or [])
+    engine = create_engine(url, must_exist=True)
+    where = shown(url) + (f" (schema {schema!r})" if schema else "")
+    try:
+        with engine.connect() as connection:
+            inspector = sa.inspect(connection)
+            try:
+                present = inspector.get_table_names(schema=schema)
+                views = inspector.get_view_names(schema=schema)
+            except sa.exc.DBAPIError as error:
+                raise AvatarError(f"{where}: {one_line(error, url)}") from None
+            if wanted is None:
+                wanted = present
+            unknown = [name for name in wanted if name not in present and name not in views]
+            if unknown:
+                raise AvatarError(f"{where} has no table {unknown}; its tables: {present}")
+            if not wanted:
+                raise AvatarError(f"{where} holds no table")
+            for argument, names in (("primary_keys", primary_keys), ("types", types)):
+                stray = [name for name in names if name not in wanted]
+                if stray:
+                    raise AvatarError(f"{argument} names table(s) {stray} that are not read")
+            metadata = sa.MetaData()
+            reflected = {
+                name: sa.Table(name, metadata, autoload_with=connection, schema=schema)
+                for name in wanted
+            }
+            keys = {name: _primary_key(t, primary_keys.get(name)) for name, t in reflected.items()}
+            declared = [link for t in reflected.values() for link in _declared_links(t, keys)]
+            for table in reflected.values():
+                _families(table)  # every column type checked before any row is read
+            db = Database()
+            steps = Steps(progress, "Database.from_sql", total=len(wanted))
+            for name, table in reflected.items():
+                steps.start(f"read {name}")
+                data = _read_rows(connection, table, keys[name], chunk_rows)
+                logger.info("read table %s (%d rows) from %s", name, len(data), where)
+                db.add_table(name, data, keys[name], types=types.get(name))
+                table.info["dialect"] = connection.dialect.name  # to_sql keeps its types
+                db.tables[name].sql = table
+                steps.advance()
+            steps.close()
+    finally:
+        engine.dispose()
+    entries = _link_entries(extra_links, declared)
+    for parent, child, foreign_key in declared:
+        entry = entries.pop((child, foreign_key), {})
+        db.add_link(parent, keys[parent], child, foreign_key,
+                    method=entry.get("method", link_method),
+                    drop_orphans=entry.get("drop_orphans", False))
+    for (child, foreign_key), entry in entries.items():  # links the schema does not declare
+        db.add_link(entry["parent"], entry.get("parent_key", keys.get(entry["parent"])), child,
+                    foreign_key, method=entry.get("method", link_method),
+                    drop_orphans=entry.get("drop_orphans", False))
+    return db
+
+
+def _link_entries(entries: list, declared: list[tuple[str, str, str]]) -> dict:
+    """The ``links`` entries by (child, foreign key), checked against the declared links."""
+    parents = {(child, key): parent for parent, child, key in declared}
+    out = {}
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or any(key not in entry for key in LINK_ENTRY):
+            raise AvatarError(
+                f"links[{index}] must be a mapping with keys {list(LINK_ENTRY)} (and optionally "
+                f"method, parent_key, drop_orphans), got {entry!r}"
+            )
+        key = (str(entry["child"]), str(entry["foreign_key"]))
+        if key in parents and parents[key] != entry["parent"]:
+            raise AvatarError(
+                f"links[{index}]: {key[0]}.{key[1]} refers to {parents[key]!r} in the database, "
+                f"not to {entry['parent']!r}"
+            )
+        out[key] = dict(entry)
+    return out

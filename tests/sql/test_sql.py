@@ -1,0 +1,370 @@
+"""Databases in and out: reflection, round trips with the target's constraint check, bad input.
+
+SQLite files and a real PostgreSQL server (conftest.py); the bundled hospital tables and a
+clinic schema with every column family.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from cli_helpers import run_cli
+from databases import HOSPITAL_TABLES, bundled, clinic_tables, write_sqlite
+
+import gpu_avatar as ga
+from gpu_avatar.encoding import detect_kind
+from gpu_avatar.sql.connection import parse_url
+
+PASSWORD = "ga-test-password"  # .ci/postgres's
+
+
+def _engine(url: str):
+    return sa.create_engine(parse_url(url))
+
+
+def _structure(url: str) -> dict:
+    """Per table: column types and nullability, primary key, foreign keys."""
+    engine = _engine(url)
+    inspector = sa.inspect(engine)
+    out = {}
+    for name in inspector.get_table_names():
+        out[name] = {
+            "columns": {c["name"]: (str(c["type"]), c["nullable"])
+                        for c in inspector.get_columns(name)},
+            "primary_key": inspector.get_pk_constraint(name)["constrained_columns"],
+            "foreign_keys": sorted(
+                (tuple(fk["constrained_columns"]), fk["referred_table"],
+                 tuple(fk["referred_columns"]))
+                for fk in inspector.get_foreign_keys(name)
+            ),
+        }
+    engine.dispose()
+    return out
+
+
+def _read(url: str, table: str, key: str) -> pd.DataFrame:
+    engine = _engine(url)
+    with engine.connect() as connection:
+        frame = pd.read_sql(sa.text(f"SELECT * FROM {table} ORDER BY {key}"), connection)
+    engine.dispose()
+    return frame
+
+
+def _orphans(url: str, child: str, foreign_key: str, parent: str, key: str) -> int:
+    engine = _engine(url)
+    query = (f"SELECT count(*) FROM {child} c LEFT JOIN {parent} p ON c.{foreign_key} = p.{key} "
+             f"WHERE c.{foreign_key} IS NOT NULL AND p.{key} IS NULL")
+    with engine.connect() as connection:
+        count = connection.exec_driver_sql(query).scalar()
+    engine.dispose()
+    return count
+
+
+def _avatarize(db: ga.Database, k: int = 5) -> ga.DatabaseAvatarizationResult:
+    return ga.avatarize_database(db, k=k, seed=0)
+
+
+# --------------------------------------------------------------------------------- SQLite
+def test_the_bundled_hospital_database_is_reflected_with_its_keys(hospital_sqlite):
+    db = ga.Database.from_sql(hospital_sqlite)
+    assert set(db.tables) == set(HOSPITAL_TABLES)
+    assert {n: t.primary_key for n, t in db.tables.items()} == {
+        "patient": "p_id", "doctor": "d_id", "visit": "visit_id"}
+    assert sorted((lk.parent, lk.child, lk.foreign_key, lk.method) for lk in db.links) == [
+        ("doctor", "visit", "doctor_id", "linear_sum_assignment"),
+        ("patient", "visit", "patient_id", "linear_sum_assignment"),
+    ]
+    for name in HOSPITAL_TABLES:  # the same values and dtypes as the bundled CSV files
+        pd.testing.assert_frame_equal(db.tables[name].data, bundled(name))
+
+
+def test_rows_are_read_in_chunks_with_the_same_result(tmp_path):
+    patient = bundled("patient")
+    patient["age"] = patient["age"].round()
+    patient.loc[120:, "age"] = np.nan  # NULLs in the last chunks only: the column ends float
+    url = write_sqlite(tmp_path / "p.db", "CREATE TABLE patient (p_id INTEGER PRIMARY KEY, "
+                       "gender TEXT, height INTEGER, age INTEGER, weight REAL);",
+                       {"patient": patient})
+    whole = ga.Database.from_sql(url).tables["patient"].data
+    chunked = ga.Database.from_sql(url, chunk_rows=7).tables["patient"].data
+    pd.testing.assert_frame_equal(chunked, whole)
+    assert chunked["age"].dtype == np.float64 and chunked["age"].isna().sum() == 10
+    np.testing.assert_array_equal(chunked["age"], patient["age"])
+    # SQLite keeps the reals given to an INTEGER column: read as they are, not truncated
+    np.testing.assert_array_equal(chunked["height"], patient["height"])
+
+
+def test_sqlite_round_trip_keeps_types_keys_and_constraints(hospital_sqlite, tmp_path):
+    db = ga.Database.from_sql(hospital_sqlite)
+    result = _avatarize(db)
+    released = {name: frame.copy() for name, frame in result.tables.items()}
+    target = f"sqlite:///{tmp_path / 'avatars.db'}"
+    assert result.to_sql(target) == {name: len(db.tables[name].data) for name in db.tables}
+    for name, frame in released.items():  # the release is not modified by the write
+        pd.testing.assert_frame_equal(result.tables[name], frame)
+    assert _structure(target) == _structure(hospital_sqlite)
+    with sqlite3.connect(tmp_path / "avatars.db") as connection:
+        assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert connection.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    for name, table in db.tables.items():
+        written = _read(target, name, table.primary_key)
+        expected = result.tables[name].sort_values(table.primary_key, ignore_index=True)
+        pd.testing.assert_frame_equal(written, expected, check_dtype=False)
+
+
+def test_a_failed_write_leaves_nothing(hospital_sqlite, tmp_path):
+    result = _avatarize(ga.Database.from_sql(hospital_sqlite))
+    result.tables["visit"].loc[5, "doctor_id"] = 10**6  # no such doctor: the FK check refuses
+    target = tmp_path / "avatars.db"
+    with pytest.raises(ga.AvatarError, match="nothing was written.*FOREIGN KEY"):
+        result.to_sql(f"sqlite:///{target}")
+    with sqlite3.connect(target) as connection:
+        assert connection.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+def test_an_existing_target_is_refused_unless_replaced(hospital_sqlite, tmp_path):
+    result = _avatarize(ga.Database.from_sql(hospital_sqlite))
+    target = f"sqlite:///{tmp_path / 'avatars.db'}"
+    result.to_sql(target)
+    with pytest.raises(ga.AvatarError, match=r"already holds table\(s\).*if_exists='replace'"):
+        result.to_sql(target)
+    assert result.to_sql(target, if_exists="replace")["visit"] == 300
+    assert len(_read(target, "visit", "visit_id")) == 300
+    with pytest.raises(ga.AvatarError, match="if_exists"):
+        result.to_sql(target, if_exists="append")
+
+
+def test_tables_from_files_are_written_with_types_from_their_dtypes(tmp_path):
+    from gpu_avatar.demo import load_hospital_database
+
+    result = _avatarize(load_hospital_database())
+    target = f"sqlite:///{tmp_path / 'avatars.db'}"
+    result.to_sql(target)
+    structure = _structure(target)
+    assert structure["visit"]["foreign_keys"] == [
+        (("doctor_id",), "doctor", ("d_id",)), (("patient_id",), "patient", ("p_id",))]
+    assert structure["patient"]["columns"]["p_id"] == ("BIGINT", False)
+    assert structure["patient"]["columns"]["gender"] == ("TEXT", True)
+    assert structure["patient"]["columns"]["age"][0] == "DOUBLE"
+    back = ga.Database.from_sql(target)
+    assert {name: len(t.data) for name, t in back.tables.items()} == {
+        name: len(frame) for name, frame in result.tables.items()}
+
+
+def test_links_are_suggested_from_names_and_values_never_applied(tmp_path):
+    url = write_sqlite(  # an export: keys without their constraints
+        tmp_path / "export.db",
+        "CREATE TABLE patient (p_id INTEGER PRIMARY KEY, gender TEXT, height REAL, age REAL, "
+        "weight REAL); CREATE TABLE doctor (d_id INTEGER PRIMARY KEY, job TEXT, age REAL); "
+        "CREATE TABLE visit (visit_id INTEGER PRIMARY KEY, patient_id INTEGER, doctor_id "
+        "INTEGER, day_visit TEXT, exam TEXT);",
+        {name: bundled(name) for name in HOSPITAL_TABLES},
+    )
+    db = ga.Database.from_sql(url)
+    assert db.links == []
+    suggestions = db.suggest_links()
+    assert db.links == []
+    found = {(r.parent, r.parent_key, r.child, r.foreign_key): r for r in suggestions.itertuples()}
+    assert set(found) == {("patient", "p_id", "visit", "patient_id"),
+                          ("doctor", "d_id", "visit", "doctor_id")}
+    for row in found.values():
+        assert row.containment == 1.0 and row.values == 300
+        assert row.parent in row.name_evidence
+    for row in suggestions.itertuples():  # the user's word
+        db.add_link(row.parent, row.parent_key, row.child, row.foreign_key)
+    assert ga.avatarize_database(db, k=5, seed=0).links[0].referential_integrity == 100.0
+    db = ga.Database.from_sql(url)
+    db.tables["visit"].data.loc[:60, "doctor_id"] = 999  # 20 % of the values in no doctor
+    assert set(db.suggest_links()["child"] + "." + db.suggest_links()["foreign_key"]) == {
+        "visit.patient_id"}
+    assert len(db.suggest_links(min_containment=0.75)) == 2
+
+
+@pytest.mark.parametrize(
+    ("ddl", "options", "message"),
+    [
+        ("CREATE TABLE t (a INTEGER, b REAL);", {},
+         r"table 't' has no primary key; name a column of unique values with primary_keys="),
+        ("CREATE TABLE t (a INTEGER, b INTEGER, c REAL, PRIMARY KEY (a, b));", {},
+         r"table 't' has a composite primary key \['a', 'b'\].*primary_keys="),
+        ("CREATE TABLE t (a INTEGER PRIMARY KEY, up INTEGER REFERENCES t (a), c REAL);", {},
+         r"foreign key t\(up\) -> t.a: table 't' refers to itself"),
+        ("CREATE TABLE t (a INTEGER PRIMARY KEY, c BLOB);", {},
+         r"column t.c has SQL type BLOB, which cannot be avatarized"),
+        ("CREATE TABLE p (a INTEGER, b INTEGER, PRIMARY KEY (a, b)); CREATE TABLE t (i INTEGER "
+         "PRIMARY KEY, a INTEGER, b INTEGER, FOREIGN KEY (a, b) REFERENCES p (a, b));",
+         {"primary_keys": {"p": "a"}}, r"foreign key t\(a, b\) -> p\(a, b\) is composite"),
+        ("CREATE TABLE p (a INTEGER PRIMARY KEY); CREATE TABLE t (i INTEGER PRIMARY KEY, "
+         "a INTEGER REFERENCES p (a));", {"tables": ["t"]},
+         r"'p' is not among the tables read; add it to tables"),
+        ("CREATE TABLE t (a INTEGER PRIMARY KEY, c REAL);", {"tables": ["nosuch"]},
+         r"has no table \['nosuch'\]; its tables: \['t'\]"),
+        ("CREATE TABLE t (a INTEGER PRIMARY KEY, c REAL);", {"primary_keys": {"t": "zz"}},
+         r"primary_keys\['t'\] = 'zz' is not a column of 't'"),
+    ],
+)
+def test_schemas_that_cannot_be_avatarized_are_refused_naming_the_culprit(
+    tmp_path, ddl, options, message
+):
+    url = write_sqlite(tmp_path / "bad.db", ddl, {})
+    with pytest.raises(ga.AvatarError, match=message):
+        ga.Database.from_sql(url, **options)
+
+
+def test_a_named_primary_key_makes_a_keyless_table_readable(tmp_path):
+    url = write_sqlite(tmp_path / "t.db", "CREATE TABLE t (code TEXT, v REAL);",
+                       {"t": pd.DataFrame({"code": list("abcdef"), "v": np.arange(6.0)})})
+    db = ga.Database.from_sql(url, primary_keys={"t": "code"})
+    assert db.tables["t"].primary_key == "code"
+    assert db.tables["t"].data["v"].tolist() == list(np.arange(6.0))
+
+
+def test_urls_that_lead_nowhere_are_refused(tmp_path):
+    with pytest.raises(ga.AvatarError, match="no SQLite database file at"):
+        ga.Database.from_sql(f"sqlite:///{tmp_path / 'missing.db'}")
+    assert not (tmp_path / "missing.db").exists()
+    with pytest.raises(ga.AvatarError, match="is not a database URL"):
+        ga.Database.from_sql("hospital.db")
+    with pytest.raises(ga.AvatarError, match="holds no table"):
+        ga.Database.from_sql(write_sqlite(tmp_path / "empty.db", "", {}))
+
+
+def test_the_command_line_reads_and_writes_urls(hospital_sqlite, tmp_path):
+    target = f"sqlite:///{tmp_path / 'avatars.db'}"
+    process = run_cli("database", hospital_sqlite, target, "--k", "5", "--seed", "0")
+    assert process.returncode == 0, process.stderr
+    assert f"wrote 3 avatar tables to {target}" in process.stdout
+    assert _structure(target) == _structure(hospital_sqlite)
+    again = run_cli("database", hospital_sqlite, target, "--k", "5")
+    assert again.returncode == 1 and "already holds table(s)" in again.stderr
+    assert run_cli("database", hospital_sqlite, target, "--k", "5", "--if-exists",
+                   "replace").returncode == 0
+    config = tmp_path / "db.yaml"
+    config.write_text("url: sqlite:///hospital.db\nk: 5\nseed: 0\ntables:\n  doctor: {k: 4}\n"
+                      "links:\n  - {parent: doctor, child: visit, foreign_key: doctor_id, "
+                      "method: minimum_distance}\n")
+    out = tmp_path / "out"
+    process = run_cli("database", config, out, "--no-report")
+    assert process.returncode == 0, process.stderr
+    assert "doctor -> visit.doctor_id (minimum_distance)" in process.stdout
+    assert sorted(p.name for p in out.iterdir()) == [
+        "doctor.csv", "patient.csv", "summary.txt", "visit.csv"]
+
+
+# ------------------------------------------------------------------------------ PostgreSQL
+def test_postgres_schema_is_reflected_with_every_column_family(clinic_postgres):
+    db = ga.Database.from_sql(clinic_postgres)
+    patient, visit = db.tables["patient"].data, db.tables["visit"].data
+    original = clinic_tables()
+    assert len(patient) == 160 and len(visit) == 480
+    assert [(lk.parent, lk.child, lk.foreign_key) for lk in db.links] == [
+        ("patient", "visit", "patient_id")]
+    assert str(patient["admitted"].dtype).startswith("datetime64") and \
+        str(patient["admitted"].dt.tz) == "UTC"
+    assert pd.api.types.is_datetime64_dtype(visit["at"]) and visit["at"].dt.tz is None
+    assert pd.api.types.is_timedelta64_dtype(patient["stay"])
+    assert pd.api.types.is_datetime64_dtype(patient["birth"])
+    assert patient["income"].dtype == np.float64 and visit["cost"].dtype == np.float64
+    assert visit["urgent"].dtype == bool and patient["insured"].dtype == object
+    assert patient["visits_expected"].dtype == np.int64
+    kinds = {c: detect_kind(patient[c]) for c in patient.columns}
+    assert kinds == {"patient_id": "continuous", "sex": "categorical", "admitted": "continuous",
+                     "insured": "categorical", "income": "continuous", "stay": "continuous",
+                     "birth": "continuous", "ward": "categorical", "weight": "continuous",
+                     "visits_expected": "continuous"}
+    # values as inserted; the NULL foreign keys are children without a parent
+    assert patient["admitted"].isna().sum() == original["patient"]["admitted"].isna().sum()
+    assert visit["patient_id"].isna().sum() == original["visit"]["patient_id"].isna().sum() > 0
+    np.testing.assert_allclose(patient["income"], original["patient"]["income"])
+    assert (patient["stay"] == original["patient"]["stay"]).all()
+
+
+def test_postgres_round_trip_passes_the_servers_constraint_check(
+    clinic_postgres, postgres_database
+):
+    db = ga.Database.from_sql(clinic_postgres)
+    result = _avatarize(db, k=10)
+    target = postgres_database()
+    assert result.to_sql(target) == {"patient": 160, "visit": 480}
+    assert _structure(target) == _structure(clinic_postgres)  # types, NOT NULL, keys
+    assert _orphans(target, "visit", "patient_id", "patient", "patient_id") == 0
+    back = ga.Database.from_sql(target)  # the server accepted every row under its constraints
+    patient, visit = back.tables["patient"].data, back.tables["visit"].data
+    original = db.tables["patient"].data
+    assert set(patient["sex"]) <= {"female", "male", "other"}
+    assert patient["admitted"].dt.tz is not None and patient["stay"].dtype.kind == "m"
+    assert original["income"].min() <= patient["income"].min()
+    assert patient["income"].max() <= original["income"].max()
+    assert (patient["income"] * 100).round(6).mod(1).eq(0).all()  # NUMERIC(10, 2)
+    assert pd.api.types.is_integer_dtype(patient["visits_expected"])
+    assert visit["at"].notna().all() and visit["cost"].notna().all()
+    assert set(patient["patient_id"]).isdisjoint(original["patient_id"])  # fresh keys
+    assert len(patient) == 160 and len(visit) == 480
+
+
+def test_a_failed_postgres_write_rolls_everything_back(clinic_postgres, postgres_database):
+    result = _avatarize(ga.Database.from_sql(clinic_postgres), k=10)
+    result.tables["visit"].loc[3, "patient_id"] = -5  # violates the foreign key
+    target = postgres_database()
+    with pytest.raises(ga.AvatarError, match="nothing was written.*foreign key") as error:
+        result.to_sql(target)
+    assert PASSWORD not in str(error.value)
+    assert _structure(target) == {}
+    engine = _engine(target)
+    with engine.connect() as connection:  # nor the enum type created on the way
+        assert connection.exec_driver_sql("SELECT count(*) FROM pg_type WHERE typname = 'sex'"
+                                          ).scalar() == 0
+    engine.dispose()
+
+
+def test_postgres_schemas_and_replacement(clinic_postgres):
+    result = _avatarize(ga.Database.from_sql(clinic_postgres), k=10)
+    engine = _engine(clinic_postgres)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE SCHEMA release")
+    engine.dispose()
+    result.to_sql(clinic_postgres, schema="release")  # beside the originals, same database
+    with pytest.raises(ga.AvatarError, match=r"\(schema 'release'\) already holds"):
+        result.to_sql(clinic_postgres, schema="release")
+    result.to_sql(clinic_postgres, schema="release", if_exists="replace")
+    back = ga.Database.from_sql(clinic_postgres, schema="release")
+    assert {n: len(t.data) for n, t in back.tables.items()} == {"patient": 160, "visit": 480}
+    assert len(ga.Database.from_sql(clinic_postgres).tables["patient"].data) == 160
+
+
+def test_connection_errors_are_one_line_without_the_password(postgres_server):
+    url = parse_url(postgres_server)
+    wrong = url.set(password="not-the-password").render_as_string(hide_password=False)
+    with pytest.raises(ga.AvatarError, match="password authentication failed") as error:
+        ga.Database.from_sql(wrong)
+    assert "not-the-password" not in str(error.value) and "\n" not in str(error.value)
+    closed = url.set(port=1).render_as_string(hide_password=False)
+    with pytest.raises(ga.AvatarError, match="cannot connect to .*:1/") as error:
+        ga.Database.from_sql(closed)
+    assert PASSWORD not in str(error.value)
+    process = run_cli("database", wrong, "out")
+    assert process.returncode == 1 and "not-the-password" not in process.stderr
+    assert process.stderr.startswith("gpu-avatar: error: cannot connect to")
+
+
+def test_unsupported_postgres_types_are_refused(postgres_database):
+    url = postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, doc JSONB)")
+    engine.dispose()
+    with pytest.raises(ga.AvatarError, match=r"column t.doc has SQL type JSONB"):
+        ga.Database.from_sql(url)
+
+
+def test_the_command_line_between_postgres_servers(clinic_postgres, postgres_database):
+    target = postgres_database()
+    process = run_cli("database", clinic_postgres, target, "--k", "10", "--seed", "0")
+    assert process.returncode == 0, process.stderr
+    assert PASSWORD not in process.stdout + process.stderr
+    assert "postgres:***@" in process.stdout
+    assert _orphans(target, "visit", "patient_id", "patient", "patient_id") == 0
