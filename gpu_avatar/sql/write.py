@@ -78,6 +78,22 @@ def _check_fits(name: str, data: pd.DataFrame, columns: list[_Column]) -> None:
                 )
 
 
+def _insert(connection, table, rows) -> None:
+    """Insert ``rows`` (tuples in the table's column order): PostgreSQL's COPY through
+    psycopg (about 5x faster than INSERT batches), INSERT batches elsewhere."""
+    keys = list(table.columns.keys())
+    if connection.dialect.driver == "psycopg":
+        quote = connection.dialect.identifier_preparer
+        statement = (f"COPY {quote.format_table(table)} "
+                     f"({', '.join(quote.quote(key) for key in keys)}) FROM STDIN")
+        with connection.connection.dbapi_connection.cursor() as cursor:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+    else:
+        connection.execute(table.insert(), [dict(zip(keys, row, strict=True)) for row in rows])
+
+
 def _existing(connection, schema: str | None, names: list[str]) -> list[str]:
     import sqlalchemy as sa
 
@@ -158,18 +174,14 @@ def write_database(
             for name in order:
                 steps.start(f"write {name}")
                 data = result.tables[name]
-                keys = [str(c.name) for c in columns[name]]
                 for start in range(0, len(data), chunk_rows):
                     part = data.iloc[start:start + chunk_rows]
                     values = [to_values(part[c.name], c.family) for c in columns[name]]
-                    rows = zip(*values, strict=True)
-                    connection.execute(
-                        tables[name].insert(), [dict(zip(keys, row, strict=True)) for row in rows]
-                    )
+                    _insert(connection, tables[name], zip(*values, strict=True))
                 written[name] = len(data)
                 logger.info("wrote table %s (%d rows) to %s", name, len(data), target)
                 steps.advance()
-    except sa.exc.DBAPIError as error:
+    except (sa.exc.DBAPIError, engine.dialect.loaded_dbapi.Error) as error:
         raise AvatarError(
             f"writing to {target} failed, nothing was written: {one_line(error, url)}"
         ) from None
