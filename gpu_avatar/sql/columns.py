@@ -17,6 +17,8 @@ date        DATE                                datetime64       continuous
 datetime    TIMESTAMP, with or without zone     datetime64       continuous
                                                 (UTC if zoned)
 interval    INTERVAL                            timedelta64      continuous
+uuid        UUID                                str              categorical (identifier
+                                                                 as a key: fresh UUIDs)
 text        TEXT, VARCHAR, CHAR, ENUM           str (object      categorical
                                                 before pandas 3)
 ==========  ==================================  ===============  ===========================
@@ -26,6 +28,7 @@ Other types (JSON, BYTEA, TIME, arrays, geometry...) are refused, naming the col
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import numpy as np
@@ -33,7 +36,11 @@ import pandas as pd
 
 from ..errors import AvatarError
 
-FAMILIES = ("integer", "float", "numeric", "boolean", "date", "datetime", "interval", "text")
+FAMILIES = ("integer", "float", "numeric", "boolean", "date", "datetime", "interval", "uuid",
+            "text")
+# Fresh keys of a UUID column: the library's fresh text identifiers ("avatar_<i>", numbered in
+# the release order) turned into name-based UUIDs, the same in a parent and its children.
+FRESH_UUIDS = uuid.uuid5(uuid.NAMESPACE_OID, "gpu_avatar.fresh_keys")
 
 
 def family(sql_type: Any, where: str) -> str:
@@ -55,6 +62,7 @@ def family(sql_type: Any, where: str) -> str:
         (sa.DateTime, "datetime"),
         (sa.Date, "date"),
         (sa.Interval, "interval"),
+        (sa.Uuid, "uuid"),
         (sa.String, "text"),
         (sa.Enum, "text"),
     ):
@@ -62,7 +70,7 @@ def family(sql_type: Any, where: str) -> str:
             return name
     raise AvatarError(
         f"column {where} has SQL type {declared}, which cannot be avatarized (supported: "
-        "integers, floats, numerics, booleans, dates, timestamps, intervals and text); "
+        "integers, floats, numerics, booleans, dates, timestamps, intervals, UUIDs and text); "
         "drop or convert the column, or leave its table out with tables=[...]"
     )
 
@@ -83,6 +91,8 @@ def to_series(values: list, kind: str, name: Any, timezone: bool = False) -> pd.
         return pd.Series(pd.to_datetime(values, utc=timezone), name=name)
     if kind == "interval":
         return pd.Series(pd.to_timedelta(values), name=name)
+    if kind == "uuid":
+        values = [None if v is None else str(v) for v in values]
     # text: the dtype pandas infers (str under pandas 3, object before), as read_csv's
     return pd.Series(values, name=name, dtype=None if values else object)
 
@@ -109,6 +119,13 @@ def sql_type_of(series: pd.Series):
     return sa.Text()
 
 
+def _as_uuid(value: Any) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:  # a fresh identifier
+        return uuid.uuid5(FRESH_UUIDS, str(value))
+
+
 def _objects(values: pd.Series, missing: np.ndarray, convert) -> list:
     return [None if m else convert(v) for v, m in zip(values, missing, strict=True)]
 
@@ -126,6 +143,8 @@ def to_values(series: pd.Series, kind: str) -> list:
         return _objects(series, missing, bool)
     if kind == "text":
         return _objects(series, missing, str)
+    if kind == "uuid":
+        return _objects(series, missing, _as_uuid)
     if kind == "integer" and pd.api.types.is_integer_dtype(series.dtype) and not missing.any():
         return series.to_numpy(dtype=np.int64).tolist()  # no detour by float64: 64 bits kept
     values = series.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -1,5 +1,8 @@
 """``Database.from_sql``: a whole schema read with its keys, by SQLAlchemy reflection.
 
+UUID columns that are not keys are identifiers (fresh UUIDs in the release) unless ``types``
+says otherwise.
+
 Tables, primary keys and foreign keys are reflected; each foreign key becomes a link (method:
 ``link_method``, or the one a ``links`` entry gives it); every column's SQL type decides its
 pandas dtype and so its kind (``columns.py``). Rows are fetched ``chunk_rows`` at a time from a
@@ -14,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..encoding import IDENTIFIER
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import check_integer
 from ..progress import ProgressLike, Steps
@@ -148,14 +152,12 @@ def read_database(
     extra_links = list(links or [])
     engine = create_engine(url, must_exist=True)
     where = shown(url) + (f" (schema {schema!r})" if schema else "")
+    steps = Steps(progress, "Database.from_sql", total=len(wanted) if wanted else None)
     try:
         with engine.connect() as connection:
             inspector = sa.inspect(connection)
-            try:
-                present = inspector.get_table_names(schema=schema)
-                views = inspector.get_view_names(schema=schema)
-            except sa.exc.DBAPIError as error:
-                raise AvatarError(f"{where}: {one_line(error, url)}") from None
+            present = inspector.get_table_names(schema=schema)
+            views = inspector.get_view_names(schema=schema)
             if wanted is None:
                 wanted = present
             unknown = [name for name in wanted if name not in present and name not in views]
@@ -177,17 +179,21 @@ def read_database(
             for table in reflected.values():
                 _families(table)  # every column type checked before any row is read
             db = Database()
-            steps = Steps(progress, "Database.from_sql", total=len(wanted))
             for name, table in reflected.items():
                 steps.start(f"read {name}")
                 data = _read_rows(connection, table, keys[name], chunk_rows)
                 logger.info("read table %s (%d rows) from %s", name, len(data), where)
-                db.add_table(name, data, keys[name], types=types.get(name))
+                keyed = {keys[name]} | {key for _, child, key in declared if child == name}
+                uuids = {c: IDENTIFIER for c, kind in _families(table).items()
+                         if kind == "uuid" and c not in keyed}
+                db.add_table(name, data, keys[name], types={**uuids, **types.get(name, {})})
                 table.info["dialect"] = connection.dialect.name  # to_sql keeps its types
                 db.tables[name].sql = table
                 steps.advance()
-            steps.close()
+    except sa.exc.DBAPIError as error:  # a permission, a lost connection...: one line
+        raise AvatarError(f"reading {where} failed: {one_line(error, url)}") from None
     finally:
+        steps.close()
         engine.dispose()
     entries = _link_entries(extra_links, declared)
     for parent, child, foreign_key in declared:

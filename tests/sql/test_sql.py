@@ -7,6 +7,7 @@ clinic schema with every column family.
 from __future__ import annotations
 
 import sqlite3
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -368,3 +369,71 @@ def test_the_command_line_between_postgres_servers(clinic_postgres, postgres_dat
     assert PASSWORD not in process.stdout + process.stderr
     assert "postgres:***@" in process.stdout
     assert _orphans(target, "visit", "patient_id", "patient", "patient_id") == 0
+
+
+def test_uuid_keys_get_fresh_uuids_linked_in_parent_and_child(postgres_database):
+    url, target = postgres_database(), postgres_database()
+    rng = np.random.default_rng(1)
+    engine = _engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE TABLE person (id UUID PRIMARY KEY, token UUID NOT NULL, age REAL NOT NULL);"
+            "CREATE TABLE stay (id INTEGER PRIMARY KEY, person_id UUID NOT NULL REFERENCES "
+            "person (id), days REAL NOT NULL)")
+        people = [str(uuid.UUID(bytes=rng.bytes(16))) for _ in range(60)]
+        for person in people:
+            connection.exec_driver_sql(
+                "INSERT INTO person VALUES (%(id)s, %(token)s, %(age)s)",
+                {"id": person, "token": str(uuid.UUID(bytes=rng.bytes(16))),
+                 "age": float(rng.uniform(20, 90))})
+        for index in range(150):
+            connection.exec_driver_sql(
+                "INSERT INTO stay VALUES (%(i)s, %(p)s, %(d)s)",
+                {"i": index, "p": people[int(rng.integers(60))], "d": float(rng.gamma(2, 3))})
+    engine.dispose()
+    db = ga.Database.from_sql(url)
+    assert db.tables["person"].types == {"token": "identifier"}  # a UUID variable: not a kind
+    _avatarize(db).to_sql(target)
+    assert _orphans(target, "stay", "person_id", "person", "id") == 0
+    back = ga.Database.from_sql(target)
+    keys = back.tables["person"].data["id"]
+    assert keys.map(lambda value: str(uuid.UUID(value)) == value).all() and keys.is_unique
+    assert set(keys).isdisjoint(people)
+    assert set(back.tables["stay"].data["person_id"]) <= set(keys)
+    assert set(back.tables["person"].data["token"]).isdisjoint(db.tables["person"].data["token"])
+
+
+def test_postgres_to_sqlite_with_generic_types(clinic_postgres, tmp_path):
+    result = _avatarize(ga.Database.from_sql(clinic_postgres), k=10)
+    target = f"sqlite:///{tmp_path / 'clinic.db'}"
+    result.to_sql(target)
+    columns = _structure(target)["patient"]["columns"]
+    assert columns["sex"][0].startswith("VARCHAR") and columns["sex"][1] is False
+    assert columns["admitted"][0] == "DATETIME" and columns["stay"][0] == "DATETIME"
+    with sqlite3.connect(tmp_path / "clinic.db") as connection:
+        assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
+    back = ga.Database.from_sql(target)
+    assert len(back.tables["visit"].data) == 480
+    # SQLite has no interval type: SQLAlchemy stores an interval as the time after the epoch
+    written = back.tables["patient"].data.set_index("patient_id")["stay"]
+    released = result.tables["patient"].set_index("patient_id")["stay"].dt.floor("us")
+    pd.testing.assert_series_equal(written - pd.Timestamp(0), released.loc[written.index],
+                                   check_dtype=False, check_index_type=False)
+
+
+def test_the_command_line_names_keys_and_tables_of_a_url(tmp_path):
+    url = write_sqlite(tmp_path / "t.db", "CREATE TABLE t (code TEXT, v REAL); CREATE TABLE "
+                       "u (i INTEGER PRIMARY KEY, w REAL);",
+                       {"t": pd.DataFrame({"code": [f"c{i}" for i in range(30)],
+                                           "v": np.arange(30.0)})})
+    out = tmp_path / "out"
+    process = run_cli("database", url, out, "--k", "3", "--tables", "t", "--primary-key",
+                      "t=code", "--no-report")
+    assert process.returncode == 0, process.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["summary.txt", "t.csv"]
+    process = run_cli("database", url, out, "--tables", "t")
+    assert process.returncode == 1 and "table 't' has no primary key" in process.stderr
+    config = tmp_path / "c.yaml"
+    config.write_text("tables:\n  t: {path: t.csv, primary_key: code}\n")
+    process = run_cli("database", config, out, "--schema", "public")
+    assert process.returncode == 2 and "--schema go with a database URL source" in process.stderr
