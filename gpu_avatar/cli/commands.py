@@ -435,9 +435,13 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     from ..demo import database_summary
     from ..files import write_table
     from ..progress import Steps
-    from ..sql.connection import looks_like_url, parse_url, shown
+    from ..sql.connection import identity, looks_like_url, parse_url, shown
 
     to_database = looks_like_url(args.output)
+    if to_database and looks_like_url(args.source) and args.schema == args.output_schema \
+            and identity(args.source) == identity(args.output):
+        raise UsageError("the output is the source database: write the avatars to another "
+                         "database or schema (--output-schema)")
     if to_database:
         parse_url(args.output)  # a malformed URL is refused before any work
     elif args.output_schema:

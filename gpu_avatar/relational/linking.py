@@ -38,6 +38,7 @@ from ..parameters import AvatarParameters, avatar_parameters, check_integer, tab
 from ..pipeline import avatarize
 from ..pipeline.model import seed_sequence
 from ..progress import ProgressLike, Steps
+from ..sql import WRITE_CHUNK_ROWS
 from ..synthesis import shuffle_order
 from .assignment import (
     assign_linear_sum,
@@ -128,7 +129,7 @@ class DatabaseAvatarizationResult:
 
     def to_sql(
         self, url: Any, schema: str | None = None, if_exists: str = "fail", *,
-        chunk_rows: int = 10_000, progress: Any = None,
+        chunk_rows: int = WRITE_CHUNK_ROWS, progress: Any = None,
     ) -> dict[str, int]:
         """Write the avatar tables (``tables``) to the database at ``url`` (and ``schema``):
         the same column types, primary keys, NOT NULL and foreign key constraints, parents

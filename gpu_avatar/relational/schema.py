@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types
+from ..sql import READ_CHUNK_ROWS
 
 _EXAMPLES = 5
 
@@ -66,7 +67,7 @@ class Database:
         *,
         link_method: str = "linear_sum_assignment",
         types: Mapping[str, Mapping[Any, str]] | None = None,
-        chunk_rows: int = 100_000,
+        chunk_rows: int = READ_CHUNK_ROWS,
         progress: Any = None,
     ) -> Database:
         """Read a whole database: its tables (``tables``: some of them), primary keys and

@@ -34,13 +34,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..encoding.kinds import is_text
 from ..errors import AvatarError
 
-FAMILIES = ("integer", "float", "numeric", "boolean", "date", "datetime", "interval", "uuid",
-            "text")
-# Fresh keys of a UUID column: the library's fresh text identifiers ("avatar_<i>", numbered in
-# the release order) turned into name-based UUIDs, the same in a parent and its children.
-FRESH_UUIDS = uuid.uuid5(uuid.NAMESPACE_OID, "gpu_avatar.fresh_keys")
+TEXT_DTYPE = pd.Series(["text"]).dtype  # what pandas gives text: str (pandas 3) or object
 
 
 def family(sql_type: Any, where: str) -> str:
@@ -48,6 +45,8 @@ def family(sql_type: Any, where: str) -> str:
     import sqlalchemy as sa
 
     declared = sql_type
+    if isinstance(sql_type, sa.types.NullType):
+        declared = "(none SQLAlchemy recognises)"
     try:
         sql_type = sql_type.as_generic()  # a dialect's INTERVAL, ENUM...: their generic class
     except NotImplementedError:
@@ -75,12 +74,16 @@ def family(sql_type: Any, where: str) -> str:
     )
 
 
-def to_series(values: list, kind: str, name: Any, timezone: bool = False) -> pd.Series:
-    """One column's values as the DBAPI returned them, as a pandas column of its family."""
+def to_series(values: list, kind: str, name: Any, timezone: bool = False,
+              key: bool = False) -> pd.Series:
+    """One column's values as the DBAPI returned them, as a pandas column of its family
+    (``key``: a primary or foreign key, whose integers must stay exact)."""
     if kind in ("integer", "float", "numeric"):
         # SQLite stores what it is given: an INTEGER column may hold reals, kept as floats
         if kind == "integer" and all(type(v) is int for v in values):
             return pd.Series(np.array(values, dtype=np.int64), name=name)
+        if key and kind == "integer" and all(v is None or type(v) is int for v in values):
+            return pd.Series(pd.array(values, dtype="Int64"), name=name)
         array = np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
         return pd.Series(array, name=name)
     if kind == "boolean":
@@ -93,8 +96,8 @@ def to_series(values: list, kind: str, name: Any, timezone: bool = False) -> pd.
         return pd.Series(pd.to_timedelta(values), name=name)
     if kind == "uuid":
         values = [None if v is None else str(v) for v in values]
-    # text: the dtype pandas infers (str under pandas 3, object before), as read_csv's
-    return pd.Series(values, name=name, dtype=None if values else object)
+    # text as read_csv gives it, whatever the chunk holds (all NULL included)
+    return pd.Series(values, name=name, dtype=TEXT_DTYPE)
 
 
 def sql_type_of(series: pd.Series):
@@ -102,6 +105,8 @@ def sql_type_of(series: pd.Series):
     import sqlalchemy as sa
 
     dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and not is_text(dtype):  # numeric codes
+        dtype = dtype.categories.dtype
     if pd.api.types.is_bool_dtype(dtype):
         return sa.Boolean()
     if pd.api.types.is_integer_dtype(dtype):
@@ -119,19 +124,21 @@ def sql_type_of(series: pd.Series):
     return sa.Text()
 
 
-def _as_uuid(value: Any) -> uuid.UUID:
+def _as_uuid(value: Any, scope: uuid.UUID) -> uuid.UUID:
+    """A UUID kept, or a fresh identifier ("avatar_<i>") as a name-based UUID of ``scope``."""
     try:
         return uuid.UUID(str(value))
-    except ValueError:  # a fresh identifier
-        return uuid.uuid5(FRESH_UUIDS, str(value))
+    except ValueError:
+        return uuid.uuid5(scope, str(value))
 
 
 def _objects(values: pd.Series, missing: np.ndarray, convert) -> list:
     return [None if m else convert(v) for v, m in zip(values, missing, strict=True)]
 
 
-def to_values(series: pd.Series, kind: str) -> list:
-    """An avatar column as the values the DBAPI takes for its family (None where missing)."""
+def to_values(series: pd.Series, kind: str, scope: uuid.UUID | None = None) -> list:
+    """An avatar column as the values the DBAPI takes for its family (None where missing);
+    ``scope``: the namespace of a UUID column's fresh values."""
     missing = series.isna().to_numpy()
     if kind == "date":
         return _objects(series, missing, lambda v: v.date())
@@ -144,7 +151,7 @@ def to_values(series: pd.Series, kind: str) -> list:
     if kind == "text":
         return _objects(series, missing, str)
     if kind == "uuid":
-        return _objects(series, missing, _as_uuid)
+        return _objects(series, missing, lambda value: _as_uuid(value, scope))
     if kind == "integer" and pd.api.types.is_integer_dtype(series.dtype) and not missing.any():
         return series.to_numpy(dtype=np.int64).tolist()  # no detour by float64: 64 bits kept
     values = series.to_numpy(dtype=np.float64, na_value=np.nan)

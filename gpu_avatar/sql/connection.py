@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import AvatarError, AvatarTypeError, import_extra
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")  # user:password@ in a URL that did not parse
 _DRIVERS = {"postgresql": "postgresql+psycopg"}  # psycopg 3, not SQLAlchemy's psycopg2 default
 _NEEDS = {"postgresql": ("psycopg", "postgres")}  # backend name -> (module, extra)
 
@@ -33,10 +34,12 @@ def parse_url(url: Any):
     elif isinstance(url, str):
         try:
             parsed = sa.make_url(url)
-        except sa.exc.ArgumentError:
+            parsed.port  # noqa: B018 (a port that is not a number fails here)
+        except (sa.exc.ArgumentError, ValueError):
+            masked = _PASSWORD.sub(r"\1***@", url)
             raise AvatarError(
-                f"{url!r} is not a database URL; expected e.g. sqlite:///hospital.db or "
-                "postgresql://user:password@host:5432/database"
+                f"{masked!r} is not a database URL; expected e.g. "
+                "sqlite:///hospital.db or postgresql://user:password@host:5432/database"
             ) from None
     else:
         raise AvatarTypeError(
@@ -44,6 +47,15 @@ def parse_url(url: Any):
         )
     driver = _DRIVERS.get(parsed.drivername)
     return parsed.set(drivername=driver) if driver else parsed
+
+
+def identity(url: Any) -> str:
+    """What tells two URLs of one database apart from two databases: the URL without its
+    password, an SQLite file by its absolute path."""
+    parsed = parse_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        parsed = parsed.set(database=str(Path(parsed.database).resolve()))
+    return parsed.render_as_string(hide_password=True)
 
 
 def shown(url: Any) -> str:

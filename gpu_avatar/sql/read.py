@@ -22,12 +22,12 @@ from ..errors import AvatarError, AvatarTypeError
 from ..parameters import check_integer
 from ..progress import ProgressLike, Steps
 from ..relational.schema import Database
+from . import READ_CHUNK_ROWS
 from .columns import family, to_series
-from .connection import create_engine, one_line, shown
+from .connection import create_engine, identity, one_line, shown
 
 logger = logging.getLogger("gpu_avatar")
 
-DEFAULT_CHUNK_ROWS = 100_000
 LINK_ENTRY = ("parent", "child", "foreign_key")
 
 
@@ -65,8 +65,8 @@ def _primary_key(table, chosen: str | None) -> str:
     if len(declared) > 1:
         raise AvatarError(
             f"table {name!r} has a composite primary key {declared}, which is not supported: "
-            f"add a single-column key (e.g. ALTER TABLE {name} ADD COLUMN {name}_id SERIAL) "
-            f"and name it with primary_keys={{{name!r}: '{name}_id'}}"
+            f"add a column of unique values (an integer key numbering the rows) and name it "
+            f"with primary_keys={{{name!r}: 'column'}}"
         )
     return declared[0]
 
@@ -110,22 +110,32 @@ def _families(table) -> dict[str, str]:
     return {c.name: family(c.type, f"{table.name}.{c.name}") for c in table.columns}
 
 
-def _read_rows(connection, table, key: str, chunk_rows: int) -> pd.DataFrame:
-    """Every row of ``table``, ordered by its key, ``chunk_rows`` rows of Python objects at
-    a time."""
+def _read_rows(connection, table, primary_key: str, keys: set[str], chunk_rows: int):
+    """Every row of ``table`` as a DataFrame, ordered by its primary key, ``chunk_rows`` rows
+    of Python objects at a time (``keys``: its key columns, integers kept exact)."""
     import sqlalchemy as sa
 
     kinds = _families(table)
     zoned = {c.name: bool(getattr(c.type, "timezone", False)) for c in table.columns}
     names = list(table.columns.keys())
+
+    def column(values: list, name: str) -> pd.Series:
+        try:
+            return to_series(values, kinds[name], name, zoned[name], key=name in keys)
+        except (ValueError, TypeError, OverflowError) as error:
+            raise AvatarError(
+                f"column {table.name}.{name} ({table.c[name].type}) holds a value that is not "
+                f"of its type ({error}); fix or convert it in the database"
+            ) from None
+
     parts: dict[str, list[pd.Series]] = {name: [] for name in names}
-    statement = sa.select(table).order_by(table.c[key])
+    statement = sa.select(table).order_by(table.c[primary_key])
     result = connection.execution_options(stream_results=True, max_row_buffer=chunk_rows)
     for rows in result.execute(statement).partitions(chunk_rows):
         for name, values in zip(names, zip(*rows, strict=True), strict=True):
-            parts[name].append(to_series(list(values), kinds[name], name, zoned[name]))
+            parts[name].append(column(list(values), name))
     if not parts[names[0]]:
-        return pd.DataFrame({name: to_series([], kinds[name], name, zoned[name]) for name in names})
+        return pd.DataFrame({name: column([], name) for name in names})
     # concatenated chunk by chunk: an integer column with NULLs in one chunk only ends float
     return pd.DataFrame({name: pd.concat(parts.pop(name), ignore_index=True) for name in names})
 
@@ -139,7 +149,7 @@ def read_database(
     links: Sequence[Mapping[str, Any]] | None = None,
     link_method: str = "linear_sum_assignment",
     types: Mapping[str, Mapping[Any, str]] | None = None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    chunk_rows: int = READ_CHUNK_ROWS,
     progress: ProgressLike = None,
 ) -> Database:
     """``Database.from_sql``'s work (see there)."""
@@ -155,6 +165,8 @@ def read_database(
     steps = Steps(progress, "Database.from_sql", total=len(wanted) if wanted else None)
     try:
         with engine.connect() as connection:
+            if connection.dialect.name == "postgresql":  # one snapshot for every table
+                connection = connection.execution_options(isolation_level="REPEATABLE READ")
             inspector = sa.inspect(connection)
             present = inspector.get_table_names(schema=schema)
             views = inspector.get_view_names(schema=schema)
@@ -162,7 +174,8 @@ def read_database(
                 wanted = present
             unknown = [name for name in wanted if name not in present and name not in views]
             if unknown:
-                raise AvatarError(f"{where} has no table {unknown}; its tables: {present}")
+                raise AvatarError(f"{where} has no table {unknown}; its tables: {present}"
+                                  + (f", its views: {views}" if views else ""))
             if not wanted:
                 raise AvatarError(f"{where} holds no table")
             for argument, names in (("primary_keys", primary_keys), ("types", types)):
@@ -181,13 +194,14 @@ def read_database(
             db = Database()
             for name, table in reflected.items():
                 steps.start(f"read {name}")
-                data = _read_rows(connection, table, keys[name], chunk_rows)
-                logger.info("read table %s (%d rows) from %s", name, len(data), where)
                 keyed = {keys[name]} | {key for _, child, key in declared if child == name}
+                data = _read_rows(connection, table, keys[name], keyed, chunk_rows)
+                logger.info("read table %s (%d rows) from %s", name, len(data), where)
                 uuids = {c: IDENTIFIER for c, kind in _families(table).items()
                          if kind == "uuid" and c not in keyed}
                 db.add_table(name, data, keys[name], types={**uuids, **types.get(name, {})})
                 table.info["dialect"] = connection.dialect.name  # to_sql keeps its types
+                table.info["source"] = (identity(url), schema)  # and never writes over it
                 db.tables[name].sql = table
                 steps.advance()
     except sa.exc.DBAPIError as error:  # a permission, a lost connection...: one line

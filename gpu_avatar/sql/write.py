@@ -10,7 +10,9 @@ transaction: a write that fails leaves the target as it was.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import uuid
+import warnings
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -18,13 +20,13 @@ import pandas as pd
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import check_choice, check_integer
 from ..progress import ProgressLike, Steps
+from . import WRITE_CHUNK_ROWS
 from .columns import family, sql_type_of, to_values
-from .connection import create_engine, one_line, shown
+from .connection import create_engine, identity, one_line, parse_url, shown
 
 logger = logging.getLogger("gpu_avatar")
 
 IF_EXISTS = ("fail", "replace")
-DEFAULT_CHUNK_ROWS = 10_000
 
 
 @dataclass
@@ -33,28 +35,72 @@ class _Column:
     sql_type: Any
     family: str
     nullable: bool
+    uuid_scope: uuid.UUID | None = None  # the namespace of a UUID column's fresh values
 
 
-def _columns(db, name: str, data: pd.DataFrame, dialect: str) -> list[_Column]:
-    """Each avatar column's SQL type (as in the source where there is one) and nullability."""
+def _source_type(reflected, source_dialect: str, dialect: str):
+    """A reflected column's type for the target: itself on the same kind of database, its
+    generic form elsewhere (SQLite's INTEGER is 64 bits: BIGINT); an enum keeps its name and
+    labels and takes the target's schema."""
     import sqlalchemy as sa
 
+    sql_type = reflected.type
+    generic = sql_type.as_generic() if source_dialect != dialect else sql_type
+    if isinstance(generic, sa.Enum):
+        name = getattr(sql_type, "name", None) or f"{reflected.table.name}_{reflected.name}"
+        return sa.Enum(*generic.enums, name=name)  # in the schema of its table's metadata
+    if source_dialect == "sqlite" and type(generic) is sa.Integer and source_dialect != dialect:
+        return sa.BigInteger()
+    return generic
+
+
+def _widened(name: str, column: _Column, values: pd.Series) -> _Column:
+    """A text key too narrow for the fresh identifiers ("avatar_<i>"), widened with a
+    warning, rather than a release refused."""
+    import sqlalchemy as sa
+
+    length = getattr(column.sql_type, "length", None)
+    lengths = values.dropna().astype(str).str.len()
+    longest = int(lengths.max()) if len(lengths) else 0
+    if column.family != "text" or not length or longest <= length:
+        return column
+    warnings.warn(
+        f"avatar table {name!r}: key {column.name!r} ({column.sql_type}) is widened to "
+        f"VARCHAR({longest}) in the target for the fresh identifiers ('avatar_<i>')",
+        UserWarning, stacklevel=4,
+    )
+    return replace(column, sql_type=sa.String(longest))
+
+
+def _columns(result, name: str, dialect: str, keys: dict[str, _Column]) -> list[_Column]:
+    """Each avatar column of table ``name``: its SQL type (as in the source where there is
+    one; a foreign key's that of the parent key it refers to), nullability and UUID scope.
+    ``keys``: the primary key columns of the tables before it."""
+    db = result.database
     table = db.tables[name]
-    source = getattr(table, "sql", None)
+    data = result.tables[name]
+    source = table.sql
+    parents = {link.foreign_key: link.parent for link in db.parents_of(name)}
+    release = uuid.uuid5(uuid.NAMESPACE_OID, f"gpu_avatar.release.{result.parameters.seed}")
     out = []
     for column in data.columns:
-        where = f"{name}.{column}"
         reflected = source.c[column] if source is not None and column in source.c else None
-        if reflected is None:
-            sql_type, nullable = sql_type_of(data[column]), column != table.primary_key
-        elif source.info.get("dialect") == dialect:
-            sql_type, nullable = reflected.type, reflected.nullable
+        if reflected is not None:
+            sql_type = _source_type(reflected, source.info.get("dialect"), dialect)
+            nullable = reflected.nullable
+        elif column in parents:
+            sql_type, nullable = keys[parents[column]].sql_type, True
         else:
-            sql_type, nullable = reflected.type.as_generic(), reflected.nullable
-            if isinstance(sql_type, sa.Enum):  # PostgreSQL needs the type's name
-                sql_type = sa.Enum(*sql_type.enums, name=getattr(reflected.type, "name", None)
-                                   or f"{name}_{column}")
-        out.append(_Column(column, sql_type, family(sql_type, where), nullable))
+            sql_type, nullable = sql_type_of(data[column]), column != table.primary_key
+        owner = f"{parents[column]}.{db.tables[parents[column]].primary_key}" \
+            if column in parents else f"{name}.{column}"  # a foreign key: its parent's UUIDs
+        described = _Column(column, sql_type, family(sql_type, f"{name}.{column}"), nullable,
+                            uuid.uuid5(release, owner))
+        if column == table.primary_key:
+            described = keys[name] = _widened(name, described, data[column])
+        elif column in parents and described.family == keys[parents[column]].family == "text":
+            described = replace(described, sql_type=keys[parents[column]].sql_type)
+        out.append(described)
     return out
 
 
@@ -67,15 +113,30 @@ def _check_fits(name: str, data: pd.DataFrame, columns: list[_Column]) -> None:
                 f"avatar table {name!r}: column {column.name!r} is NOT NULL in the target but "
                 f"has {int(values.isna().sum())} missing value(s)"
             )
-        length = getattr(column.sql_type, "length", None)
-        if column.family == "text" and length:
-            longest = int(values.dropna().astype(str).str.len().max() or 0)
-            if longest > length:
-                raise AvatarError(
-                    f"avatar table {name!r}: column {column.name!r} holds values of "
-                    f"{longest} characters, more than its SQL type {column.sql_type} allows "
-                    "(fresh identifiers are 'avatar_<i>'); widen the column in the source"
-                )
+
+
+def _build(result, dialect: str, schema: str | None):
+    """The target's tables (sqlalchemy) and their described columns, parents first."""
+    import sqlalchemy as sa
+
+    db = result.database
+    metadata = sa.MetaData(schema=schema)
+    tables, columns, keys = {}, {}, {}
+    for name in db.topological_order():
+        columns[name] = _columns(result, name, dialect, keys)
+        _check_fits(name, result.tables[name], columns[name])
+        parents = {link.foreign_key: link for link in db.parents_of(name)}
+        tables[name] = sa.Table(name, metadata, *(
+            sa.Column(
+                str(c.name), c.sql_type,
+                *([sa.ForeignKey(tables[parents[c.name].parent].c[parents[c.name].parent_key])]
+                  if c.name in parents else []),
+                primary_key=c.name == db.tables[name].primary_key,
+                autoincrement=False, nullable=c.nullable,
+            )
+            for c in columns[name]
+        ))
+    return metadata, tables, columns
 
 
 def _insert(connection, table, rows) -> None:
@@ -126,7 +187,7 @@ def write_database(
     *,
     schema: str | None = None,
     if_exists: str = "fail",
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    chunk_rows: int = WRITE_CHUNK_ROWS,
     progress: ProgressLike = None,
 ) -> dict[str, int]:
     """``DatabaseAvatarizationResult.to_sql``'s work (see there); the rows written per table."""
@@ -142,25 +203,16 @@ def write_database(
     check_integer("chunk_rows", chunk_rows, 1)
     db = result.database
     order = db.topological_order()
-    engine = create_engine(url, must_exist=False)
     target = shown(url) + (f" (schema {schema!r})" if schema else "")
-    metadata = sa.MetaData(schema=schema)
-    tables, columns = {}, {}
-    for name in order:
-        data = result.tables[name]
-        columns[name] = _columns(db, name, data, engine.dialect.name)
-        _check_fits(name, data, columns[name])
-        parents = {link.foreign_key: link for link in db.parents_of(name)}
-        tables[name] = sa.Table(name, metadata, *(
-            sa.Column(
-                str(c.name), c.sql_type,
-                *([sa.ForeignKey(tables[parents[c.name].parent].c[parents[c.name].parent_key])]
-                  if c.name in parents else []),
-                primary_key=c.name == db.tables[name].primary_key,
-                autoincrement=False, nullable=c.nullable,
-            )
-            for c in columns[name]
-        ))
+    sources = {db.tables[name].sql.info.get("source") for name in order
+               if db.tables[name].sql is not None}
+    if (identity(url), schema) in sources and if_exists == "replace":
+        raise AvatarError(
+            f"{target} is where the original tables were read from: replacing them would "
+            "destroy the originals; write the avatars to another database or schema"
+        )
+    metadata, tables, columns = _build(result, parse_url(url).get_backend_name(), schema)
+    engine = create_engine(url, must_exist=False)
     steps = Steps(progress, "to_sql", total=len(order))
     written = {}
     try:
@@ -176,7 +228,8 @@ def write_database(
                 data = result.tables[name]
                 for start in range(0, len(data), chunk_rows):
                     part = data.iloc[start:start + chunk_rows]
-                    values = [to_values(part[c.name], c.family) for c in columns[name]]
+                    values = [to_values(part[c.name], c.family, c.uuid_scope)
+                              for c in columns[name]]
                     _insert(connection, tables[name], zip(*values, strict=True))
                 written[name] = len(data)
                 logger.info("wrote table %s (%d rows) to %s", name, len(data), target)

@@ -400,7 +400,9 @@ def test_uuid_keys_get_fresh_uuids_linked_in_parent_and_child(postgres_database)
     assert keys.map(lambda value: str(uuid.UUID(value)) == value).all() and keys.is_unique
     assert set(keys).isdisjoint(people)
     assert set(back.tables["stay"].data["person_id"]) <= set(keys)
-    assert set(back.tables["person"].data["token"]).isdisjoint(db.tables["person"].data["token"])
+    tokens = back.tables["person"].data["token"]
+    assert set(tokens).isdisjoint(db.tables["person"].data["token"])
+    assert set(tokens).isdisjoint(keys)  # fresh values of two columns: two namespaces
 
 
 def test_postgres_to_sqlite_with_generic_types(clinic_postgres, tmp_path):
@@ -437,3 +439,133 @@ def test_the_command_line_names_keys_and_tables_of_a_url(tmp_path):
     config.write_text("tables:\n  t: {path: t.csv, primary_key: code}\n")
     process = run_cli("database", config, out, "--schema", "public")
     assert process.returncode == 2 and "--schema go with a database URL source" in process.stderr
+
+
+def test_wide_integer_keys_with_nulls_stay_exact(tmp_path):
+    parents = pd.DataFrame({"id": 2**60 + np.arange(50), "age": np.linspace(20, 80, 50)})
+    rng = np.random.default_rng(2)
+    children = pd.DataFrame({"cid": np.arange(150), "v": rng.normal(size=150),
+                             "pid": pd.array(2**60 + rng.integers(0, 50, 150), dtype="Int64")})
+    children.loc[::10, "pid"] = pd.NA
+    url = write_sqlite(tmp_path / "w.db", "CREATE TABLE p (id INTEGER PRIMARY KEY, age REAL); "
+                       "CREATE TABLE c (cid INTEGER PRIMARY KEY, v REAL, pid INTEGER "
+                       "REFERENCES p (id));", {"p": parents, "c": children})
+    db = ga.Database.from_sql(url, chunk_rows=40)
+    read = db.tables["c"].data["pid"]
+    assert read.dtype == "Int64" and read.isna().sum() == 15
+    assert read.dropna().astype("int64").tolist() == children["pid"].dropna().tolist()
+    result = _avatarize(db)
+    assert result.links[0].referential_integrity == 100.0
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    result.to_sql(target)
+    assert _orphans(target, "c", "pid", "p", "id") == 0
+
+
+def test_a_refused_write_creates_nothing(hospital_sqlite, tmp_path):
+    result = _avatarize(ga.Database.from_sql(hospital_sqlite))
+    result.tables["patient"].loc[0, "gender"] = None  # NOT NULL in the source schema
+    with pytest.raises(ga.AvatarError, match="'gender' is NOT NULL in the target but has 1"):
+        result.to_sql(f"sqlite:///{tmp_path / 'avatars.db'}")
+    assert not (tmp_path / "avatars.db").exists()
+
+
+def test_the_source_is_never_replaced(hospital_sqlite):
+    result = _avatarize(ga.Database.from_sql(hospital_sqlite))
+    with pytest.raises(ga.AvatarError, match="where the original tables were read from"):
+        result.to_sql(hospital_sqlite, if_exists="replace")
+    process = run_cli("database", hospital_sqlite, hospital_sqlite, "--if-exists", "replace")
+    assert process.returncode == 2 and "the output is the source database" in process.stderr
+    assert len(ga.Database.from_sql(hospital_sqlite).tables["visit"].data) == 300
+
+
+def test_narrow_text_keys_are_widened_with_a_warning(tmp_path):
+    keys = [f"k{i}" for i in range(40)]
+    url = write_sqlite(tmp_path / "n.db", "CREATE TABLE p (code VARCHAR(4) PRIMARY KEY, "
+                       "x REAL); CREATE TABLE c (i INTEGER PRIMARY KEY, code VARCHAR(4) "
+                       "REFERENCES p (code), y REAL);",
+                       {"p": pd.DataFrame({"code": keys, "x": np.arange(40.0)}),
+                        "c": pd.DataFrame({"i": range(80), "code": keys * 2,
+                                           "y": np.arange(80.0)})})
+    result = _avatarize(ga.Database.from_sql(url))
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    with pytest.warns(UserWarning, match=r"key 'code' \(VARCHAR\(4\)\) is widened to "
+                      r"VARCHAR\(9\)"):
+        result.to_sql(target)
+    structure = _structure(target)
+    assert structure["p"]["columns"]["code"][0] == "VARCHAR(9)"
+    assert structure["c"]["columns"]["code"][0] == "VARCHAR(9)"
+    assert _orphans(target, "c", "code", "p", "code") == 0
+
+
+def test_values_not_of_their_column_type_are_named(tmp_path):
+    path = tmp_path / "bad.db"
+    with sqlite3.connect(path) as connection:  # a CSV import leaves '' in a REAL column
+        connection.executescript("CREATE TABLE t (i INTEGER PRIMARY KEY, v REAL);"
+                                 "INSERT INTO t VALUES (1, 2.5), (2, ''), (3, 1.0);")
+    with pytest.raises(ga.AvatarError, match=r"column t.v \(REAL\) holds a value that is not"):
+        ga.Database.from_sql(f"sqlite:///{path}")
+
+
+def test_text_columns_keep_their_dtype_whatever_the_chunks(tmp_path):
+    frame = pd.DataFrame({"i": range(30), "label": [None] * 10 + ["a", "b"] * 10})
+    url = write_sqlite(tmp_path / "t.db", "CREATE TABLE t (i INTEGER PRIMARY KEY, label TEXT);",
+                       {"t": frame})
+    whole = ga.Database.from_sql(url).tables["t"].data
+    pd.testing.assert_frame_equal(ga.Database.from_sql(url, chunk_rows=10).tables["t"].data,
+                                  whole)
+    assert whole["label"].dtype == pd.Series(["text"]).dtype
+
+
+def test_malformed_urls_are_refused_without_their_password():
+    for url in ("my-db://user:s3cret@host/db", "postgresql://user:s3cret@host:54x/db"):
+        with pytest.raises(ga.AvatarError, match="is not a database URL") as error:
+            ga.Database.from_sql(url)
+        assert "s3cret" not in str(error.value) and "user:***@" in str(error.value)
+
+
+def test_tables_from_files_with_missing_foreign_keys_go_to_postgres(postgres_database):
+    from gpu_avatar.demo import load_hospital_database
+
+    db = load_hospital_database()
+    visit = db.tables["visit"].data
+    visit["patient_id"] = visit["patient_id"].astype(float)
+    visit.loc[::7, "patient_id"] = np.nan  # children without a parent: a float column
+    result = _avatarize(db)
+    target = postgres_database()
+    result.to_sql(target)
+    columns = _structure(target)["visit"]["columns"]
+    assert columns["patient_id"] == ("BIGINT", True)  # the parent key's type
+    assert _orphans(target, "visit", "patient_id", "patient", "p_id") == 0
+
+
+def test_enums_of_another_schema_go_to_another_database(postgres_database):
+    url, target = postgres_database(), postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE SCHEMA src; CREATE TYPE src.level AS ENUM ('low', 'high');"
+            "CREATE TABLE src.t (i INTEGER PRIMARY KEY, level src.level NOT NULL, x REAL);"
+            "INSERT INTO src.t SELECT g, (ARRAY['low', 'high'])[1 + mod(g, 2)]::src.level, g * 0.5 "
+            "FROM generate_series(1, 40) g")
+    engine.dispose()
+    result = _avatarize(ga.Database.from_sql(url, schema="src"))
+    result.to_sql(target)
+    engine = _engine(target)
+    with engine.connect() as connection:  # the same enum type, in the target's schema
+        assert connection.exec_driver_sql(
+            "SELECT data_type, udt_schema, udt_name, is_nullable FROM information_schema.columns "
+            "WHERE table_name = 't' AND column_name = 'level'").one() == (
+                "USER-DEFINED", "public", "level", "NO")
+    engine.dispose()
+    assert set(ga.Database.from_sql(target).tables["t"].data["level"]) <= {"low", "high"}
+
+
+def test_sqlite_integers_are_64_bits_in_postgres(tmp_path, postgres_database):
+    stamps = 1_700_000_000_000 + np.arange(30) * 997
+    url = write_sqlite(tmp_path / "ms.db", "CREATE TABLE t (i INTEGER PRIMARY KEY, ms INTEGER);",
+                       {"t": pd.DataFrame({"i": range(30), "ms": stamps})})
+    target = postgres_database()
+    _avatarize(ga.Database.from_sql(url)).to_sql(target)
+    assert _structure(target)["t"]["columns"]["ms"][0] == "BIGINT"
+    written = ga.Database.from_sql(target).tables["t"].data["ms"]
+    assert stamps.min() <= written.min() and written.max() <= stamps.max()
