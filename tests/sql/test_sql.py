@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 from cli_helpers import run_cli
-from databases import HOSPITAL_TABLES, bundled, clinic_tables, write_sqlite
+from databases import HOSPITAL_DDL, HOSPITAL_TABLES, bundled, clinic_tables, write_sqlite
 
 import gpu_avatar as ga
 from gpu_avatar.encoding import detect_kind
@@ -569,3 +569,20 @@ def test_sqlite_integers_are_64_bits_in_postgres(tmp_path, postgres_database):
     assert _structure(target)["t"]["columns"]["ms"][0] == "BIGINT"
     written = ga.Database.from_sql(target).tables["t"].data["ms"]
     assert stamps.min() <= written.min() and written.max() <= stamps.max()
+
+
+def test_the_bundled_hospital_database_is_reflected_from_postgres(postgres_database):
+    url = postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(HOSPITAL_DDL.replace("REAL", "DOUBLE PRECISION"))
+        for name in HOSPITAL_TABLES:
+            bundled(name).to_sql(name, connection, if_exists="append", index=False)
+    engine.dispose()
+    db = ga.Database.from_sql(url)
+    assert {n: t.primary_key for n, t in db.tables.items()} == {
+        "patient": "p_id", "doctor": "d_id", "visit": "visit_id"}
+    assert sorted((lk.parent, lk.child, lk.foreign_key) for lk in db.links) == [
+        ("doctor", "visit", "doctor_id"), ("patient", "visit", "patient_id")]
+    for name in HOSPITAL_TABLES:
+        pd.testing.assert_frame_equal(db.tables[name].data, bundled(name))
