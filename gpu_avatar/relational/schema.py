@@ -11,7 +11,7 @@ is not an orphan: the row is a child without a parent, kept, and its avatar may 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,6 @@ import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types
-from ..sql import READ_CHUNK_ROWS
 
 _EXAMPLES = 5
 
@@ -57,36 +56,24 @@ class Database:
         self.links: list[Link] = []
 
     @classmethod
-    def from_sql(
-        cls,
-        url: Any,
-        schema: str | None = None,
-        tables: Sequence[str] | None = None,
-        primary_keys: Mapping[str, str] | None = None,
-        links: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        link_method: str = "linear_sum_assignment",
-        types: Mapping[str, Mapping[Any, str]] | None = None,
-        chunk_rows: int = READ_CHUNK_ROWS,
-        progress: Any = None,
-    ) -> Database:
-        """Read a whole database: its tables (``tables``: some of them), primary keys and
-        foreign keys (each one a link, by ``link_method``), from a SQLAlchemy ``url``
-        (``sqlite:///file.db``; ``postgresql://user:password@host/db`` with the ``postgres``
-        extra) and ``schema``.
+    def from_sql(cls, url: Any, *args: Any, **options: Any) -> Database:
+        """Read a whole database from a SQLAlchemy ``url`` (``sqlite:///file.db``;
+        ``postgresql://user:password@host/db`` with the ``postgres`` extra): its tables,
+        primary keys and foreign keys (each one a link).
 
-        ``primary_keys`` names the key of a table that declares none; ``links`` entries
-        (``{"parent", "child", "foreign_key", "method"}``) set one foreign key's method, or add
-        a link the database does not declare (see ``suggest_links``); ``types`` overrides
-        column kinds per table. A NULL foreign key is a child without a parent. Composite
-        keys, self-references and column types with no kind are refused, naming them.
+        ``from_sql(url, schema=None, tables=None, primary_keys=None, links=None, *,
+        link_method="linear_sum_assignment", types=None, chunk_rows=READ_CHUNK_ROWS,
+        progress=None)``:
+        ``tables`` reads some of them; ``primary_keys`` names the key of a table that declares
+        none; ``links`` entries (``{"parent", "child", "foreign_key", "method"}``) set one
+        foreign key's method, or add a link the database does not declare (see
+        ``suggest_links``); ``types`` overrides column kinds per table. A NULL foreign key is a
+        child without a parent. Composite keys, self-references and column types with no kind
+        are refused, naming them. See ``gpu_avatar.sql.read``.
         """
         from ..sql.read import read_database
 
-        return read_database(
-            url, schema=schema, tables=tables, primary_keys=primary_keys, links=links,
-            link_method=link_method, types=types, chunk_rows=chunk_rows, progress=progress,
-        )
+        return read_database(url, *args, **options)
 
     def suggest_links(self, min_containment: float = 0.95):
         """Links this database does not declare, proposed from key names and values; see

@@ -142,17 +142,17 @@ def _read_rows(connection, table, primary_key: str, keys: set[str], chunk_rows: 
 
 def read_database(
     url: Any,
-    *,
     schema: str | None = None,
     tables: Sequence[str] | None = None,
     primary_keys: Mapping[str, str] | None = None,
     links: Sequence[Mapping[str, Any]] | None = None,
+    *,
     link_method: str = "linear_sum_assignment",
     types: Mapping[str, Mapping[Any, str]] | None = None,
     chunk_rows: int = READ_CHUNK_ROWS,
     progress: ProgressLike = None,
 ) -> Database:
-    """``Database.from_sql``'s work (see there)."""
+    """``Database.from_sql``: the database at ``url`` (see there and the module docstring)."""
     import sqlalchemy as sa
 
     wanted = _names(tables, "tables")

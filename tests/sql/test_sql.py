@@ -586,3 +586,43 @@ def test_the_bundled_hospital_database_is_reflected_from_postgres(postgres_datab
         ("doctor", "visit", "doctor_id"), ("patient", "visit", "patient_id")]
     for name in HOSPITAL_TABLES:
         pd.testing.assert_frame_equal(db.tables[name].data, bundled(name))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("url: sqlite:///hospital.db\ntables:\n  visit: {path: visit.csv}\n",
+         r"tables.visit: unknown key\(s\) \['path'\]"),
+        ("schema: public\ntables:\n  t: {path: t.csv, primary_key: i}\n",
+         r"'schema' goes with 'url'"),
+        ("url: sqlite:///hospital.db\ninclude: [patient]\ntables:\n  visit: {k: 3}\n",
+         r"tables \['visit'\] have settings but are not in 'include'"),
+        ("url: sqlite:///hospital.db\ntables:\n  nosuch: {k: 3}\n",
+         r"tables.nosuch: the database has no table 'nosuch'"),
+        ("url: sqlite:///missing.db\n", r"no SQLite database file at .*missing.db"),
+    ],
+)
+def test_yaml_configurations_naming_a_url_are_checked(hospital_sqlite, tmp_path, text, message):
+    from gpu_avatar.relational.config import load_database_config
+
+    path = tmp_path / "db.yaml"
+    path.write_text(text)
+    with pytest.raises(ga.AvatarError, match=message) as error:
+        load_database_config(path)
+    assert str(path) in str(error.value)
+
+
+def test_a_yaml_url_reads_the_database_with_its_settings(hospital_sqlite, tmp_path):
+    from gpu_avatar.relational.config import load_database_config
+
+    path = tmp_path / "db.yaml"
+    path.write_text("url: sqlite:///hospital.db\nk: 5\ninclude: [patient, doctor, visit]\n"
+                    "tables:\n  doctor: {k: 4, types: {job: categorical}}\n"
+                    "links:\n  - {parent: doctor, child: visit, foreign_key: doctor_id, "
+                    "method: minimum_distance}\n")
+    config = load_database_config(path)
+    assert config.parameters.k == 5 and config.overrides == {"doctor": {"k": 4}}
+    assert config.database.tables["doctor"].types == {"job": "categorical"}
+    methods = {(lk.child, lk.foreign_key): lk.method for lk in config.database.links}
+    assert methods == {("visit", "doctor_id"): "minimum_distance",
+                       ("visit", "patient_id"): "linear_sum_assignment"}
