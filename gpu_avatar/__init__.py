@@ -6,6 +6,7 @@ result.avatars                       # the release
 result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
+from .advice import Advice, advise
 from .backend import Backend, resolve_backend
 from .errors import (
     AvatarError,
@@ -26,6 +27,7 @@ from .streaming import dask as distributed  # Dask itself is imported on first u
 __version__ = "0.1.0"
 
 __all__ = [
+    "Advice",
     "AvatarError",
     "AvatarParameters",
     "AvatarTypeError",
@@ -41,6 +43,7 @@ __all__ = [
     "PCA",
     "PrivacyMetrics",
     "SignalMetrics",
+    "advise",
     "avatarize",
     "avatarize_database",
     "avatarize_parquet",

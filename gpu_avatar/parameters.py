@@ -31,6 +31,8 @@ BACKENDS = ("auto", "cpu", "gpu")
 LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")  # parent links
 # A database table may override these (``types`` are declared with the table; the seed and
 # the backend are the run's).
+ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by default
+ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "engine",
                    "batch_size")  # fmt: skip
 

@@ -2,6 +2,7 @@
 
     gpu-avatar avatarize INPUT OUTPUT [--k 20] [--ncp 5] [--seed S] [--types col=kind ...]
                          [--backend auto|cpu|gpu] [--report report.html]
+    gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20]   (avatarize --k auto: advice first)
     gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
                                           gpu_avatar.relational.config; OUTPUT: a URL or a folder)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
@@ -32,6 +33,7 @@ from .. import __version__
 from ..encoding import IDENTIFIER
 from ..errors import AvatarError, GpuAvatarError, import_extra
 from ..parameters import (
+    ADVICE_CANDIDATES,
     BACKENDS,
     CATEGORICAL_RULES,
     ENGINES,
@@ -43,6 +45,7 @@ from ..parameters import (
 from ..sql.write import IF_EXISTS
 
 DEFAULTS = AvatarParameters()
+AUTO = "auto"  # --k auto: the advised k
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -156,8 +159,9 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
     def shown(name: str) -> str:
         return "" if defaults is None else f" (default {default(name)})"
 
-    parser.add_argument("--k", type=int, default=default("k"),
-                        help="neighbours per avatar" + shown("k"))
+    parser.add_argument("--k", type=_k_option, default=default("k"),
+                        help="neighbours per avatar, or 'auto' (avatarize: the advised k)"
+                        + shown("k"))
     parser.add_argument("--ncp", type=int, default=default("ncp"),
                         help="projection axes" + shown("ncp"))
     parser.add_argument("--seed", type=int, help="seed for a reproducible run")
@@ -176,9 +180,21 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
                             metavar="COLUMN=WEIGHT", help="weight of a column in the projection")
 
 
+def _k_option(text: str) -> int | str:
+    if text == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+
+
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The avatarization parameters given on the command line."""
+    """The avatarization parameters given on the command line (``--k auto`` left out)."""
+    if args.k == AUTO and args.command != "avatarize":
+        raise UsageError(f"--k auto is for avatarize; run 'gpu-avatar advise' for {args.command}")
     names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "engine")
+    names = names[1:] if args.k == AUTO else names
     settings = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.batch_size is not None:
         settings["batch_size"] = args.batch_size
@@ -207,6 +223,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_metric_options(command)
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_avatarize)
+
+    command = commands.add_parser(
+        "advise", help="the k that meets every privacy target with the least signal loss")
+    command.add_argument("input", help="the original table")
+    _add_parameters(command, DEFAULTS)
+    command.add_argument("--candidates", nargs="+", type=int, metavar="K",
+                         help="values of k to try (default: "
+                         f"{' '.join(map(str, ADVICE_CANDIDATES))})")
+    command.add_argument("--output", metavar="FILE",
+                         help="also write the candidates table (.csv or .json)")
+    _add_types(command)
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_advise)
 
     command = commands.add_parser(
         "database", help="avatarize a database: a server (URL) or tables declared in YAML")
@@ -311,8 +340,16 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     with steps.step("read"):
         df = read_table(args.input, sep=args.sep)
     types = column_types(df, args)
+    settings = _settings(args)
+    if args.k == AUTO:
+        with steps.step("advise"):
+            advice = ga.advise(df, types=types, **settings)
+        if advice.k is None:
+            raise AvatarError(f"--k auto: {advice.reason}")
+        settings.update(k=advice.k, seed=advice.parameters.seed)  # the candidate measured
+        _say(f"advice: {advice.reason}")
     start = time.perf_counter()
-    result = ga.avatarize(df, types=types, progress=progress, **_settings(args))
+    result = ga.avatarize(df, types=types, progress=progress, **settings)
     seconds = time.perf_counter() - start
     with steps.step("write"):
         write_table(result.avatars, output)
@@ -332,6 +369,42 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         _say(f"wrote the report to {args.report}")
     steps.close()
     return 0
+
+
+def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
+    from ..files import read_table
+
+    df = read_table(args.input, sep=args.sep)
+    settings = _settings(args)
+    settings.pop("k", None)  # swept
+    advice = ga.advise(df, types=column_types(df, args), candidates=args.candidates,
+                       progress=progress, **settings)
+    shown = [c for c in advice.candidates.columns  # the measured metrics, not each flag
+             if not c.endswith(" passed") and advice.candidates[c].notna().any()]
+    with pd.option_context("display.max_rows", None, "display.max_columns", None,
+                           "display.width", 200):
+        _say(advice.candidates[shown].to_string(float_format=lambda v: f"{v:.4g}"))
+    _say(f"advice: {advice.reason}")
+    if advice.k is not None:
+        _say(f"reproduce: gpu-avatar avatarize {args.input} AVATARS --k {advice.k} "
+             f"--ncp {advice.ncp} --seed {advice.parameters.seed}")
+    if args.output:
+        _write_frame(advice.candidates.reset_index(), Path(args.output), "candidates")
+    return 0
+
+
+def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
+    """``frame`` to a .csv or .json file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".json":
+        frame.to_json(path, orient="records", indent=2)
+    elif path.suffix.lower() == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        raise AvatarError(f"{path}: --output must end in .csv or .json")
+    _say(f"wrote the {what} to {path}")
 
 
 def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
@@ -374,15 +447,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
         _say(frame.to_string(float_format=lambda v: f"{v:.4g}"))
     _say(_privacy_line(privacy))
     if args.output:
-        path = Path(args.output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix.lower() == ".json":
-            frame.reset_index().to_json(path, orient="records", indent=2)
-        elif path.suffix.lower() == ".csv":
-            frame.reset_index().to_csv(path, index=False)
-        else:
-            raise AvatarError(f"{path}: --output must end in .csv or .json")
-        _say(f"wrote the metrics to {path}")
+        _write_frame(frame.reset_index(), Path(args.output), "metrics")
     return 0
 
 
@@ -437,6 +502,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
     from ..sql.connection import identity, looks_like_url, parse_url, shown
 
+    settings = _settings(args)
     to_database = looks_like_url(args.output)
     if to_database and looks_like_url(args.source) and args.schema == args.output_schema \
             and identity(args.source) == identity(args.output):
@@ -462,7 +528,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         refuse_existing(args.output, args.output_schema, list(config.database.tables))
     start = time.perf_counter()
     result = ga.avatarize_database(
-        config.database, parameters=config.parameters.replace(**_settings(args)),
+        config.database, parameters=config.parameters.replace(**settings),
         overrides=config.overrides, assignment_block_size=config.assignment_block_size,
         progress=progress,
     )

@@ -1,0 +1,84 @@
+"""advise: the sweep measures what avatarize + the metrics measure, and its advice holds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from cli_helpers import run_cli
+
+import gpu_avatar as ga
+from gpu_avatar.demo import load_aids
+
+
+@pytest.fixture(scope="module")
+def aids():
+    return load_aids()
+
+
+@pytest.fixture(scope="module")
+def advice(aids):
+    df, types = aids
+    return ga.advise(df, types=types, ncp=5, seed=0, candidates=[5, 20, 50])
+
+
+def test_each_candidate_holds_what_avatarize_and_the_metrics_give(aids, advice):
+    df, types = aids
+    for k in (5, 20):
+        result = ga.avatarize(df, k=k, ncp=5, seed=0, types=types)
+        row = advice.candidates.loc[k]
+        privacy = result.privacy_metrics().to_frame()["value"].dropna()
+        assert {m: row[m] for m in privacy.index} == privacy.to_dict()  # the same bits
+        signal = result.signal_metrics().to_frame()["value"]
+        np.testing.assert_allclose(row[signal.index].astype(float), signal, rtol=1e-9)
+
+
+def test_the_advised_parameters_meet_every_target_with_other_seeds(aids, advice):
+    df, types = aids
+    assert advice.k in advice.candidates.index and advice.parameters.k == advice.k
+    passing = advice.candidates[advice.candidates["passed"]]
+    assert advice.candidates.loc[advice.k, "hellinger_mean"] == passing["hellinger_mean"].min()
+    for seed in (1, 2, 3):
+        result = ga.avatarize(df, parameters=advice.parameters.replace(seed=seed), types=types)
+        frame = result.privacy_metrics().to_frame()
+        assert frame["passed"].dropna().all(), frame
+
+
+def test_a_sweep_without_a_passing_candidate_says_what_to_try(aids):
+    df, types = aids
+    advice = ga.advise(df, types=types, seed=0, candidates=[3, 4], targets={"hidden_rate": 99})
+    assert advice.k is None and advice.parameters is None
+    assert not advice.candidates["passed"].any()
+    assert "no candidate k in [3, 4]" in advice.reason and "k = 4, misses" in advice.reason
+    assert "hidden_rate" in advice.reason and "ncp" in advice.reason
+
+
+def test_targets_and_candidates_are_checked(aids):
+    df, types = aids
+    with pytest.raises(ga.AvatarError, match=r"targets names unknown metric\(s\) \['hiden_rate'\]"):
+        ga.advise(df, types=types, targets={"hiden_rate": 90})
+    with pytest.raises(ga.AvatarError, match="must be below the 2139 rows"):
+        ga.advise(df, types=types, candidates=[5, 5000])
+    with pytest.raises(ga.AvatarError, match="candidates = 1 is out of range"):
+        ga.advise(df, types=types, candidates=[1, 5])
+    with pytest.raises(ga.AvatarError, match="margin = 2 is out of range"):
+        ga.advise(df, types=types, margin=2)
+
+
+def test_the_command_line_advises_and_avatarizes_with_the_advice(tmp_path, aids):
+    df, _ = aids
+    table = tmp_path / "aids.csv"
+    df.to_csv(table, index=False)
+    process = run_cli("advise", table, "--types", "pidnum=identifier", "--seed", "0",
+                      "--candidates", "10", "50", "--output", tmp_path / "advice.csv")
+    assert process.returncode == 0, process.stderr
+    assert "advice: k = 50 meets every privacy target measured" in process.stdout
+    written = pd.read_csv(tmp_path / "advice.csv")
+    assert written["k"].tolist() == [10, 50] and "hidden_rate" in written
+    process = run_cli("avatarize", table, tmp_path / "avatars.csv", "--k", "auto",
+                      "--types", "pidnum=identifier", "--seed", "0")
+    assert process.returncode == 0, process.stderr
+    assert "advice: k = 50" in process.stdout and "(k 50, ncp 5" in process.stdout
+    assert len(pd.read_csv(tmp_path / "avatars.csv")) == len(df)
+    process = run_cli("database", "x.yaml", tmp_path / "out", "--k", "auto")
+    assert process.returncode == 2 and "--k auto is for avatarize" in process.stderr
