@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     args = parser.parse_args(argv)
 
-    headers = ["rows", "job", "seconds", "peak MB", "x one call", "advised k", "max |diff|"]
+    headers = ["rows", "job", "seconds", "peak MB", "x one call", "advised k", "max metric diff"]
     rows = []
     for n in args.sizes:
         work = dict(candidates=args.candidates, ncp=args.ncp, seed=args.seed)
