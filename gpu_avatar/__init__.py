@@ -6,7 +6,7 @@ result.avatars                       # the release
 result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
-from .advice import Advice, advise
+from .advice import Advice, advise, advise_database
 from .backend import Backend, resolve_backend
 from .errors import (
     AvatarError,
@@ -44,6 +44,7 @@ __all__ = [
     "PrivacyMetrics",
     "SignalMetrics",
     "advise",
+    "advise_database",
     "avatarize",
     "avatarize_database",
     "avatarize_parquet",

@@ -1,5 +1,6 @@
-"""The README's demo: avatarize the bundled AIDS table and the patient/doctor/visit database,
-write the avatar tables, a summary with their metrics and an HTML report of both.
+"""The README's demo: avatarize the bundled AIDS table and the patient/doctor/visit database
+(with the k that ``advise_database`` finds passing), write the avatar tables, a summary with
+their metrics and the advice, and an HTML report of both.
 
 gpu-avatar demo demo-output   (or: python -m gpu_avatar.demo demo-output)
 """
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .advice import Advice, advise_database
+from .errors import AvatarError
 from .metrics.privacy import PrivacyMetrics
 from .metrics.signal import SignalMetrics
 from .pipeline.avatarize import AvatarizationResult, avatarize
@@ -78,6 +81,18 @@ def database_summary(result: DatabaseAvatarizationResult, seconds: float, privac
     return "\n".join(lines)
 
 
+def advice_summary(advice: Advice, call: str) -> str:
+    """The candidates an advice weighed and the reason for its choice."""
+    shown = [c for c in advice.candidates.columns if not c.endswith(" passed")]
+    return "\n".join([
+        f"## Advice ({call})",
+        advice.candidates[shown].to_string(float_format=lambda v: f"{v:.4g}"),
+        "",
+        advice.reason,
+        "",
+    ])
+
+
 def summary(
     name: str,
     result: AvatarizationResult,
@@ -137,14 +152,21 @@ def run_demo(output: Path, progress: ProgressLike = None) -> str:
     text = summary("AIDS (ACTG 175)", result, seconds, privacy, signal)
     parts = [result_part(result, "AIDS (ACTG 175)", privacy, signal, progress)]
 
+    hospital = load_hospital_database()
+    with steps.step("database advice"):
+        advice = advise_database(hospital, ncp=5, seed=0)
+    if advice.parameters is None:
+        raise AvatarError(f"the demo database has no passing k: {advice.reason}")
     start = time.perf_counter()
-    database = avatarize_database(load_hospital_database(), k=5, ncp=5, seed=0, progress=progress)
+    database = avatarize_database(hospital, parameters=advice.parameters,
+                                  overrides=advice.overrides, progress=progress)
     seconds = time.perf_counter() - start
     for name, table in database.tables.items():
         table.to_csv(output / f"{name}_avatars.csv", index=False)
     with steps.step("database metrics"):
         database_privacy = database.privacy_metrics()
     text += "\n" + database_summary(database, seconds, database_privacy)
+    text += "\n" + advice_summary(advice, "advise_database(hospital, ncp=5, seed=0)")
     parts.append(database_part(database, "Hospital database (patient, doctor, visit)", progress,
                                privacy=database_privacy, seconds=seconds))
     (output / "summary.txt").write_text(text)

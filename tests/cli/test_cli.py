@@ -148,7 +148,7 @@ def test_bundled_yaml_declares_the_demo_database():
         assert config.database.tables[name].primary_key == table.primary_key
         pd.testing.assert_frame_equal(config.database.tables[name].data, table.data)
     assert config.database.links == expected.links
-    assert config.parameters == ga.AvatarParameters(k=5, ncp=5, seed=0)
+    assert config.parameters == ga.AvatarParameters(k=20, ncp=5, seed=0)
     assert config.overrides == {}
 
 
