@@ -77,7 +77,7 @@ def test_report_has_every_section_and_plot(demo_output):
         assert f"<td>{target.text().replace('>', '&gt;').replace('<', '&lt;')}</td>" in text
     assert 'class="badge pass"' in text
     # the summary matrix is coloured: with the advised k the bundled database passes each cell
-    assert set(parsed.cell_classes) == {"pass", "empty"}
+    assert set(parsed.cell_classes) >= {"pass", "empty"} and "fail" not in parsed.cell_classes
     assert "to_bottom_id_propagated" in text and "cardinality similarity" in text
 
 
