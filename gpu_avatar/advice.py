@@ -39,7 +39,7 @@ from .parameters import (
     check_integer,
     check_number,
 )
-from .pipeline.model import fit_model, seed_sequence
+from .pipeline.model import check_device_memory, fit_model, seed_sequence
 from .progress import ProgressLike, Steps
 from .synthesis import synthesize
 
@@ -130,7 +130,8 @@ def advise(
     ks = _candidates(candidates, len(frame))
     sequence = seed_sequence(parameters.seed)
     backend = resolve_backend(parameters.backend)
-    steps = Steps(progress, "advise", total=2 + len(ks))
+    check_device_memory(backend, len(frame), frame.shape[1], ks[-1], parameters.ncp)
+    steps = Steps(progress, "advise", total=1 + len(ks))
     steps.start("fit and neighbours")
     model, encoded = fit_model(frame, parameters.replace(k=ks[-1]), backend)
     run = model.parameters
@@ -143,9 +144,10 @@ def advise(
     rows = []
     for k in ks:
         steps.start(f"k = {k}")
+        first = backend.xp.ascontiguousarray  # the k nearest: the first k of the k_max nearest
         continuous, codes = synthesize(
-            encoded.continuous, encoded.categorical, encoded.n_modalities, indices[:, :k],
-            distances[:, :k], np.random.SeedSequence(sequence.entropy), backend,
+            encoded.continuous, encoded.categorical, encoded.n_modalities, first(indices[:, :k]),
+            first(distances[:, :k]), np.random.SeedSequence(sequence.entropy), backend,
             run.categorical,
         )
         avatars = model.encoder.decode(backend.to_numpy(continuous), backend.to_numpy(codes),

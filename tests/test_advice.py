@@ -102,3 +102,12 @@ def test_database_advice_makes_the_summary_matrix_pass():
     assert robust.candidates.loc[20, "worst hidden_rate"] < one_seed
     capped = ga.advise_database(db, ncp=5, seed=0, candidates=[50])
     assert capped.k == 50 and capped.overrides == {"doctor": {"k": 49}}
+
+
+def test_the_gpu_sweep_equals_the_cpu_sweep(gpu, aids):
+    df, types = aids
+    sample = df.iloc[:400]
+    on_cpu = ga.advise(sample, types=types, seed=0, candidates=[5, 12], backend="cpu")
+    on_gpu = ga.advise(sample, types=types, seed=0, candidates=[5, 12], backend=gpu)
+    assert on_gpu.k == on_cpu.k and on_gpu.parameters.backend == "gpu"
+    pd.testing.assert_frame_equal(on_gpu.candidates, on_cpu.candidates, rtol=1e-9)
