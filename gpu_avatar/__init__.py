@@ -15,7 +15,13 @@ from .errors import (
     GpuAvatarError,
     MissingExtraError,
 )
-from .metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
+from .metrics import (
+    PrivacyMetrics,
+    SignalMetrics,
+    privacy_metrics,
+    signal_metrics,
+    split_holdout,
+)
 from .parameters import AvatarParameters
 from .pipeline import AvatarizationResult, avatarize
 from .projection import FAMD, MCA, PCA
@@ -52,6 +58,7 @@ __all__ = [
     "ParquetAvatarization",
     "privacy_metrics",
     "signal_metrics",
+    "split_holdout",
     "resolve_backend",
     "write_report",
 ]

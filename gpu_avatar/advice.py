@@ -38,8 +38,9 @@ from .parameters import (
     avatar_parameters,
     check_integer,
     check_number,
+    seed_sequence,
 )
-from .pipeline.model import check_device_memory, fit_model, seed_sequence
+from .pipeline.model import check_device_memory, fit_model
 from .progress import ProgressLike, Steps
 from .synthesis import synthesize
 

@@ -117,6 +117,12 @@ def check_seed(seed: Any) -> int | np.random.SeedSequence | None:
     return check_integer("seed", seed, 0)
 
 
+def seed_sequence(seed: Any) -> np.random.SeedSequence:
+    """The run's SeedSequence: fresh entropy when ``seed`` is None."""
+    seed = check_seed(seed)
+    return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+
+
 def check_batch_size(batch_size: Any, k: int) -> int | None:
     """None (one batch) or at least 2k + 1: batches are cut to equal sizes, so each holds at
     least ``(batch_size + 1) // 2`` rows, and each needs k + 1 (a row and its k neighbours)."""

@@ -9,11 +9,11 @@ import pandas as pd
 
 from ..backend import like_input, resolve_backend, snapshot, to_pandas
 from ..encoding import TableEncoder, fresh_identifiers, validate_table
-from ..parameters import AvatarParameters, avatar_parameters
+from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
 from .batches import batch_seed, plan_batches
-from .model import avatarize_rows, check_device_memory, fit_model, seed_sequence, timed
+from .model import avatarize_rows, check_device_memory, fit_model, timed
 from .result import AvatarizationResult
 
 

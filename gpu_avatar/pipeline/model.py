@@ -19,18 +19,12 @@ from ..backend.memory import ensure_fits
 from ..encoding import EncodedTable, TableEncoder
 from ..errors import AvatarError
 from ..neighbours import nearest_neighbours
-from ..parameters import AvatarParameters, check_seed
+from ..parameters import AvatarParameters
 from ..progress import Steps
 from ..projection.projection import Projection, expand_variable_weights, projection_kind
 from ..synthesis import synthesize
 
 logger = logging.getLogger("gpu_avatar")
-
-
-def seed_sequence(seed: Any) -> np.random.SeedSequence:
-    """The run's SeedSequence: fresh entropy when ``seed`` is None."""
-    seed = check_seed(seed)
-    return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
 
 @contextmanager

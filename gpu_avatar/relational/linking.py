@@ -34,9 +34,14 @@ from ..backend import Backend, resolve_backend
 from ..encoding import CONTINUOUS, fresh_identifiers
 from ..errors import AvatarError, AvatarTypeError
 from ..metrics.privacy import metric_coordinates
-from ..parameters import AvatarParameters, avatar_parameters, check_integer, table_parameters
+from ..parameters import (
+    AvatarParameters,
+    avatar_parameters,
+    check_integer,
+    seed_sequence,
+    table_parameters,
+)
 from ..pipeline import avatarize
-from ..pipeline.model import seed_sequence
 from ..progress import ProgressLike, Steps
 from ..sql import WRITE_CHUNK_ROWS
 from ..synthesis import shuffle_order

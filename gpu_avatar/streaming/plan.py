@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import AvatarError
-from ..parameters import AvatarParameters, avatar_parameters
+from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..pipeline.batches import plan_order, split_plan
-from ..pipeline.model import seed_sequence
 from .scan import SourceScan, scan_source
 from .source import ParquetSource, open_source
 

@@ -42,15 +42,9 @@ from ..encoding import IdentifierValues
 from ..errors import AvatarError
 from ..metrics import privacy_metrics
 from ..metrics.targets import mean_and_worst
-from ..parameters import AvatarParameters, avatar_parameters
+from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..pipeline.batches import batch_seed
-from ..pipeline.model import (
-    AvatarModel,
-    avatarize_rows,
-    check_device_memory,
-    fit_model,
-    seed_sequence,
-)
+from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
 from .plan import make_plan
