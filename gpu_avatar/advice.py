@@ -143,9 +143,9 @@ def advise(
     identifiers = {name: fresh_identifiers(frame[name], len(frame))
                    for name in model.encoder.identifier_columns_}
     rows = []
+    first = backend.xp.ascontiguousarray  # the k nearest: the first k of the k_max nearest
     for k in ks:
         steps.start(f"k = {k}")
-        first = backend.xp.ascontiguousarray  # the k nearest: the first k of the k_max nearest
         continuous, codes = synthesize(
             encoded.continuous, encoded.categorical, encoded.n_modalities, first(indices[:, :k]),
             first(distances[:, :k]), np.random.SeedSequence(sequence.entropy), backend,
@@ -175,15 +175,15 @@ def _row(k: int, privacy, signal, targets: Mapping[str, Target]) -> dict[str, An
 
 
 def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarParameters,
-               margin: float, flag=lambda name: f"{name} passed"):
-    """The passing candidate with the least signal loss, or why none passes (``flag``: the
-    column of a target's pass flag)."""
+               margin: float):
+    """The passing candidate with the least signal loss, or why none passes (the pass flag
+    of a target ``name``: the column ``"<name> passed"``)."""
     loss = ["hellinger_mean", "correlation_difference_ratio"]
     passing = table[table["passed"]]
     if len(passing):
         k = int(passing.sort_values(loss, na_position="last").index[0])
         row = table.loc[k]
-        met = [name for name in targets if row[flag(name)] in (True,)]
+        met = [name for name in targets if row[f"{name} passed"] in (True,)]
         reason = (
             f"k = {k} meets every privacy target measured ({', '.join(met)}; with a "
             f"{100 * margin:g} % margin) with the least signal loss among the "
@@ -192,7 +192,7 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
             f"{row['correlation_difference_ratio']:.2f}"
         )
         return Advice(k, run.ncp, run.replace(k=k), table, reason, dict(targets))
-    failed = {k: [n for n in targets if table.loc[k, flag(n)] in (False,)]
+    failed = {k: [n for n in targets if table.loc[k, f"{n} passed"] in (False,)]
               for k in table.index}
     closest = min(failed, key=lambda k: (len(failed[k]), -k))
     shown = ", ".join(
@@ -245,40 +245,37 @@ def advise_database(
     # the run's seed, then others drawn from it (the same for every candidate)
     seeds = [int(sequence.entropy), *map(int, sequence.generate_state(repeats - 1, np.uint64))]
     steps = Steps(progress, "advise_database", total=len(ks))
-    rows, caps = [], {}
+    rows, run_overrides = [], {}
     for k in ks:
         steps.start(f"k = {k}")
-        caps[k] = {name: {"k": min(k, n - 1)} for name, n in sizes.items() if n <= k}
-        merged = {name: {**(overrides or {}).get(name, {}), **caps[k].get(name, {})}
-                  for name in db.tables}
-        summaries, signals = [], []
-        for seed in seeds:
-            result = avatarize_database(
-                db, parameters=base.replace(k=k, seed=seed),
-                overrides={name: o for name, o in merged.items() if o},
-            )
+        merged = {name: {**(overrides or {}).get(name, {}), **({"k": n - 1} if n <= k else {})}
+                  for name, n in sizes.items()}  # k capped below each table's row count
+        run_overrides[k] = {name: o for name, o in merged.items() if o}
+        summaries = []
+        for repeat, seed in enumerate(seeds):
+            result = avatarize_database(db, parameters=base.replace(k=k, seed=seed),
+                                        overrides=run_overrides[k])
             summaries.append(result.metrics_summary())
-            signals.append(result.signal_metrics().to_frame())
-        summary, signal = pd.concat(summaries), signals[0]
+            if repeat == 0:  # the signal of the run's own seed: the release's
+                signal = result.signal_metrics().to_frame()
+        summary = pd.concat(summaries)
         row: dict[str, Any] = {"k": k}
         for name, target in targets.items():
             worst = PRIVACY_TARGETS[name].worst(summary[name])
             row[f"worst {name}"] = worst
-            row[f"{name} passed"] = target.passed(worst)
+            row[f"worst {name} passed"] = target.passed(worst)
         row["cells passing"] = f"{int(summaries[0]['passed'].sum())} of {len(summaries[0])}"
         standalone = signal[signal["scenario"] == STANDALONE]
         row["hellinger_mean"] = float(standalone["hellinger_mean"].mean())
         row["correlation_difference_ratio"] = float(
             standalone["correlation_difference_ratio"].mean())
-        row["passed"] = all(row[f"{name} passed"] is not False for name in targets)
+        row["passed"] = all(row[f"worst {name} passed"] is not False for name in targets)
         rows.append(row)
         steps.advance()
     steps.close()
     table = pd.DataFrame(rows).set_index("k")
     run = base.replace(seed=int(sequence.entropy))
-    advice = _recommend(table, {f"worst {n}": t for n, t in targets.items()}, run, margin,
-                        flag=lambda name: f"{name.removeprefix('worst ')} passed")
+    advice = _recommend(table, {f"worst {n}": t for n, t in targets.items()}, run, margin)
     if advice.k is not None:
-        advice.overrides = {name: {**(overrides or {}).get(name, {}), **cap}
-                            for name, cap in caps[advice.k].items()}
+        advice.overrides = run_overrides[advice.k]  # what the measured run was given
     return advice

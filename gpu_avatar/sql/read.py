@@ -110,12 +110,13 @@ def _families(table) -> dict[str, str]:
     return {c.name: family(c.type, f"{table.name}.{c.name}") for c in table.columns}
 
 
-def _read_rows(connection, table, primary_key: str, keys: set[str], chunk_rows: int):
+def _read_rows(connection, table, kinds: dict[str, str], primary_key: str, keys: set[str],
+               chunk_rows: int):
     """Every row of ``table`` as a DataFrame, ordered by its primary key, ``chunk_rows`` rows
-    of Python objects at a time (``keys``: its key columns, integers kept exact)."""
+    of Python objects at a time (``kinds``: its columns' families; ``keys``: its key columns,
+    integers kept exact)."""
     import sqlalchemy as sa
 
-    kinds = _families(table)
     zoned = {c.name: bool(getattr(c.type, "timezone", False)) for c in table.columns}
     names = list(table.columns.keys())
 
@@ -189,15 +190,16 @@ def read_database(
             }
             keys = {name: _primary_key(t, primary_keys.get(name)) for name, t in reflected.items()}
             declared = [link for t in reflected.values() for link in _declared_links(t, keys)]
-            for table in reflected.values():
-                _families(table)  # every column type checked before any row is read
+            # every column type checked before any row is read
+            families = {name: _families(table) for name, table in reflected.items()}
             db = Database()
             for name, table in reflected.items():
                 steps.start(f"read {name}")
                 keyed = {keys[name]} | {key for _, child, key in declared if child == name}
-                data = _read_rows(connection, table, keys[name], keyed, chunk_rows)
+                data = _read_rows(connection, table, families[name], keys[name], keyed,
+                                  chunk_rows)
                 logger.info("read table %s (%d rows) from %s", name, len(data), where)
-                uuids = {c: IDENTIFIER for c, kind in _families(table).items()
+                uuids = {c: IDENTIFIER for c, kind in families[name].items()
                          if kind == "uuid" and c not in keyed}
                 db.add_table(name, data, keys[name], types={**uuids, **types.get(name, {})})
                 table.info["dialect"] = connection.dialect.name  # to_sql keeps its types
