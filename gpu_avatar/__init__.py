@@ -16,8 +16,10 @@ from .errors import (
     MissingExtraError,
 )
 from .metrics import (
+    AttackMetrics,
     PrivacyMetrics,
     SignalMetrics,
+    attack_metrics,
     privacy_metrics,
     signal_metrics,
     split_holdout,
@@ -34,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Advice",
+    "AttackMetrics",
     "AvatarError",
     "AvatarParameters",
     "AvatarTypeError",
@@ -51,6 +54,7 @@ __all__ = [
     "SignalMetrics",
     "advise",
     "advise_database",
+    "attack_metrics",
     "avatarize",
     "avatarize_database",
     "avatarize_parquet",

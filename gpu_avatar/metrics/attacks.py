@@ -1,0 +1,609 @@
+"""Attack-based risks: singling out, linkability and inference, measured against a holdout.
+
+The definitions are Giomi et al., "A Unified Framework for Quantifying Privacy Risk in
+Synthetic Data" (PETS 2023), as the ``anonymeter`` package implements them; the attacks run on
+this library's arrays and exact neighbour engines, on every row rather than a sample:
+
+- **singling out**: queries built from the avatars alone (univariate: a value seen once, the
+  minimum or maximum of a column; multivariate: ``singling_out_columns`` columns of an avatar,
+  each as ``=`` for a category or ``>=``/``<=`` for a number on the avatar's side of the median)
+  that match exactly one avatar; success = a query matching exactly one original. The holdout
+  count is rescaled to the originals' size by anonymeter's fitted correction.
+- **linkability**: the attacker holds two sets of columns of the same people
+  (``linkability_columns``, by default the variables split in two halves); an individual is
+  linked when one avatar is among the ``n_neighbours`` nearest of both halves.
+- **inference**: for each ``secrets`` column, the secret of the nearest avatar on every other
+  variable; correct when equal (categories) or within ``INFERENCE_TOLERANCE`` of the guess,
+  relatively (numbers).
+
+Distances are anonymeter's mixed-type (Gower-like) distance: per number ``|a - b|`` over the
+column's range, per category 0 when equal and 1 otherwise; a missing value equals a missing
+value and is at least 1 (a whole range) from any present one.
+
+Each attack also runs against the holdout (people not in the release) and as a random guess
+(the baseline). With success rates estimated by Wilson score intervals, the risk is
+``(attack - holdout) / (1 - holdout)`` bounded to [0, 1], with its error propagated to a
+confidence interval; a risk whose interval starts above 0 is a measurable risk.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..backend import Backend, resolve_backend, to_pandas
+from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
+from ..errors import AvatarError, AvatarTypeError
+from ..neighbours.references import nearest_references
+from ..parameters import check_integer, check_number, check_types, seed_sequence
+from ..progress import ProgressLike, Steps
+from .checks import check_same_table, check_variables
+
+INFERENCE_TOLERANCE = 0.05  # a number is guessed when within 5 % of the guess (anonymeter)
+SINGLING_OUT_QUERIES = 500  # anonymeter's default number of attacks
+SINGLING_OUT_COLUMNS = 3  # columns per multivariate query (anonymeter's default)
+SINGLING_OUT_MAX_ATTEMPTS = 100_000  # multivariate queries tried before giving up
+_QUERY_BATCH = 1000
+_ROW_CHUNK = 8192
+
+# predicate operators of the singling-out queries
+EQ, NE, LT, LE, GT, GE, ISNULL, NOTNULL = range(8)
+_CATEGORY_OPERATORS = (EQ, NE)
+_NUMBER_OPERATORS = (EQ, NE, GT, LT, GE, LE)
+
+
+# ------------------------------------------------------------------------- statistics
+def probit(confidence_level: float) -> float:
+    """The two-sided normal quantile of ``confidence_level``."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 * (1.0 + confidence_level)))
+
+
+def success_rate(n_total: int, n_success: float, confidence_level: float) -> tuple[float, float]:
+    """Wilson score estimate of a success rate and its error bound, ``(rate, error)``."""
+    z = probit(confidence_level)
+    z2 = z * z
+    variance = n_success * (n_total - n_success) / n_total
+    denominator = n_total + z2
+    rate = (n_success + 0.5 * z2) / denominator
+    return rate, (z / denominator) * math.sqrt(max(variance, 0.0) + 0.25 * z2)
+
+
+def residual_risk(attack: tuple[float, float], control: tuple[float, float]):
+    """``(attack - control) / (1 - control)`` and its propagated error."""
+    (a, da), (c, dc) = attack, control
+    value = (a - c) / (1.0 - c)
+    error = math.hypot(da / abs(1.0 - c), dc * (a - 1.0) / (1.0 - c) ** 2)
+    return value, error
+
+
+def _bounded(value: float, error: float) -> tuple[float, float, float]:
+    def clip(x):
+        return min(max(x, 0.0), 1.0)
+
+    return clip(value), clip(value - error), clip(value + error)
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class AttackResult:
+    """One attack: its counts, success rates and the risk with its confidence interval."""
+
+    attack: str
+    secret: Any
+    n_attacks: int
+    n_success: float
+    n_control_attacks: int
+    n_control_success: float
+    n_baseline_success: float
+    attack_rate: float
+    control_rate: float
+    baseline_rate: float
+    risk: float
+    risk_low: float
+    risk_high: float
+    baseline_risk: float
+    confidence_level: float
+
+    @property
+    def measurable(self) -> bool:
+        """Whether the risk's confidence interval starts above 0."""
+        return self.risk_low > 0.0
+
+    @property
+    def better_than_baseline(self) -> bool:
+        """Whether the attack beats a random guess (anonymeter: otherwise not to be trusted)."""
+        return self.attack_rate > self.baseline_rate
+
+
+@dataclass
+class AttackMetrics:
+    """The attack-based risks of a release (see the module docstring)."""
+
+    results: list[AttackResult]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per attack: counts, rates, risk and interval, baseline risk, flags."""
+        rows = []
+        for result in self.results:
+            row = asdict(result)
+            row["measurable_risk"] = result.measurable
+            row["better_than_baseline"] = result.better_than_baseline
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def risk(self, attack: str, secret: Any = None) -> AttackResult:
+        """The result of ``attack`` (and ``secret`` for an inference)."""
+        for result in self.results:
+            if result.attack == attack and (secret is None or result.secret == secret):
+                return result
+        raise AvatarError(f"no {attack!r} attack{'' if secret is None else f' on {secret!r}'}")
+
+
+def _result(attack: str, secret: Any, n: int, success: float, n_control: int,
+            control: float, baseline: float, confidence: float) -> AttackResult:
+    attack_rate = success_rate(n, success, confidence)
+    control_rate = success_rate(n_control, control, confidence)
+    baseline_rate = success_rate(n, baseline, confidence)
+    risk, low, high = _bounded(*residual_risk(attack_rate, control_rate))
+    return AttackResult(
+        attack=attack, secret=secret, n_attacks=n, n_success=success,
+        n_control_attacks=n_control, n_control_success=control, n_baseline_success=baseline,
+        attack_rate=attack_rate[0], control_rate=control_rate[0],
+        baseline_rate=baseline_rate[0], risk=risk, risk_low=low, risk_high=high,
+        baseline_risk=_bounded(*baseline_rate)[0], confidence_level=confidence,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------- the values
+@dataclass
+class _Values:
+    """The three tables as float matrices over the same variables: numbers (datetimes as
+    seconds), categories as shared codes; missing values are NaN."""
+
+    original: np.ndarray
+    avatars: np.ndarray
+    holdout: np.ndarray
+    categorical: np.ndarray  # per variable
+    variables: list[Any]
+
+
+def _values(original, avatars, holdout, variables, types) -> _Values:
+    frames = [original[variables], avatars[variables], holdout[variables]]
+    encoder = TableEncoder({c: k for c, k in types.items() if c in variables},
+                           missing_indicators=False).fit(pd.concat(frames, ignore_index=True))
+
+    def matrix(df):
+        columns = []
+        for column in variables:
+            spec = encoder.specs_[column]
+            if spec.kind == CATEGORICAL:
+                codes = encoder.categorical_codes(spec, df[column]).astype(np.float64)
+                codes[codes < 0] = np.nan
+                columns.append(codes)
+            else:
+                columns.append(encoder.continuous_values(spec, df[column]))
+        return np.column_stack(columns) if columns else np.empty((len(df), 0))
+
+    categorical = np.array([encoder.specs_[c].kind == CATEGORICAL for c in variables])
+    return _Values(*(matrix(df) for df in frames), categorical, list(variables))
+
+
+def _unique_rows(values: np.ndarray) -> np.ndarray:
+    """Distinct rows, in first-seen order (a missing value equals a missing value)."""
+    return values[~pd.DataFrame(values).duplicated().to_numpy()]
+
+
+# ------------------------------------------------------------------ mixed-type distance
+def _mixed_space(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray):
+    """Coordinates whose city-block distance is the mixed-type distance (module docstring):
+    numbers over their range across both tables, categories one-hot at 1/2, missing values
+    as an indicator at 1."""
+    both = np.vstack([attacked, avatars])
+    blocks = []
+    for j in range(both.shape[1]):
+        column = both[:, j]
+        missing = np.isnan(column)
+        if categorical[j]:
+            codes = np.where(missing, -1, column)
+            levels = np.unique(codes)
+            blocks.append(0.5 * (codes[:, None] == levels[None, :]))
+            continue
+        present = column[~missing]
+        span = float(present.max() - present.min()) if present.size else 0.0
+        blocks.append(np.where(missing, 0.0, column / (span or 1.0))[:, None])
+        if missing.any():
+            blocks.append(missing[:, None].astype(np.float64))
+    space = np.hstack(blocks)
+    return space[: len(attacked)], space[len(attacked):]
+
+
+def _nearest_avatars(attacked, avatars, columns, values: _Values, k, backend: Backend):
+    """Indices (n, k) of each attacked row's k nearest avatars on ``columns``."""
+    queries, references = _mixed_space(attacked[:, columns], avatars[:, columns],
+                                       values.categorical[columns])
+    indices, _ = nearest_references(queries, references, k, backend)
+    return backend.to_numpy(indices)
+
+
+# ------------------------------------------------------------------------ singling out
+@dataclass
+class _Queries:
+    """Conjunctions of predicates ``column op value``: arrays (n_queries, n_predicates)."""
+
+    columns: np.ndarray
+    operators: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return self.columns.shape[0]
+
+    def take(self, keep) -> _Queries:
+        return _Queries(self.columns[keep], self.operators[keep], self.values[keep])
+
+
+def _predicate(x, operator: int, value, xp):
+    """Rows of ``x`` (rows, queries) matching ``column op value``; a missing cell matches
+    only ``is missing``."""
+    if operator == ISNULL:
+        return xp.isnan(x)
+    if operator == NOTNULL:
+        return ~xp.isnan(x)
+    if operator == NE:
+        return (x != value) & ~xp.isnan(x)
+    compare = {EQ: xp.equal, LT: xp.less, LE: xp.less_equal, GT: xp.greater,
+               GE: xp.greater_equal}[operator]
+    return compare(x, value)
+
+
+def count_matches(table, queries: _Queries, backend: Backend) -> np.ndarray:
+    """How many rows of ``table`` (a backend array) each query matches."""
+    xp = backend.xp
+    n_queries = len(queries)
+    counts = xp.zeros(n_queries, dtype=xp.int64)
+    if n_queries == 0:
+        return np.zeros(0, dtype=np.int64)
+    columns = backend.asarray(queries.columns)
+    values = backend.asarray(queries.values)
+    for start in range(0, table.shape[0], _ROW_CHUNK):
+        rows = table[start : start + _ROW_CHUNK]
+        match = xp.ones((rows.shape[0], n_queries), dtype=bool)
+        for p in range(queries.columns.shape[1]):
+            x = rows[:, columns[:, p]]
+            for operator in np.unique(queries.operators[:, p]):
+                chosen = np.nonzero(queries.operators[:, p] == operator)[0]
+                sel = backend.asarray(chosen)
+                match[:, sel] &= _predicate(x[:, sel], int(operator), values[sel, p][None, :], xp)
+        counts += match.sum(axis=0)
+    return backend.to_numpy(counts)
+
+
+def _distinct(queries: _Queries, seen: set) -> np.ndarray:
+    """Which queries are new (predicates in column order), adding them to ``seen``."""
+    order = np.argsort(queries.columns, axis=1, kind="stable")
+    keep = np.zeros(len(queries), dtype=bool)
+    for i in range(len(queries)):
+        key = tuple(
+            (int(queries.columns[i, j]), int(queries.operators[i, j]), float(queries.values[i, j]))
+            for j in order[i]
+        )
+        key = tuple((c, o, "nan" if v != v else v) for c, o, v in key)
+        if key not in seen:
+            seen.add(key)
+            keep[i] = True
+    return keep
+
+
+def _univariate_queries(avatars: np.ndarray, categorical: np.ndarray, rng) -> _Queries:
+    """Every single-column query that could single out an avatar: the one missing value,
+    the minimum and maximum of numbers, the values seen once."""
+    columns, operators, values = [], [], []
+
+    def add(column, operator, value):
+        columns.append(column), operators.append(operator), values.append(value)
+
+    for j in range(avatars.shape[1]):
+        column = avatars[:, j]
+        missing = np.isnan(column)
+        if missing.sum() == 1:
+            add(j, ISNULL, np.nan)
+        present = column[~missing]
+        if present.size and not categorical[j]:
+            add(j, LE, present.min())
+            add(j, GE, present.max())
+        levels, counts = np.unique(present, return_counts=True)
+        for value in levels[counts == 1]:
+            add(j, EQ, value)
+    order = rng.permutation(len(columns))
+    return _Queries(np.array(columns, dtype=np.int64)[order, None],
+                    np.array(operators, dtype=np.int64)[order, None],
+                    np.array(values, dtype=np.float64)[order, None])
+
+
+def _record_queries(avatars, categorical, n_columns: int, size: int, rng) -> _Queries:
+    """Queries from random avatars: ``n_columns`` random columns each, ``=`` for categories,
+    ``>=`` above the median and ``<=`` otherwise for numbers, ``is missing`` for a gap."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+        medians = np.nanmedian(avatars, axis=0)
+    rows = rng.integers(0, avatars.shape[0], size=size)
+    columns = np.argsort(rng.random((size, avatars.shape[1])), axis=1)[:, :n_columns]
+    values = avatars[rows[:, None], columns]
+    operators = np.where(values > medians[columns], GE, LE)
+    operators = np.where(categorical[columns], EQ, operators)
+    operators = np.where(np.isnan(values), ISNULL, operators)
+    return _Queries(columns, operators.astype(np.int64), values)
+
+
+def _random_queries(avatars, categorical, n_columns: int, size: int, rng) -> _Queries:
+    """The baseline: random columns, each with a random avatar value and operator."""
+    columns = np.argsort(rng.random((size, avatars.shape[1])), axis=1)[:, :n_columns]
+    levels = [np.unique(avatars[:, j]) for j in range(avatars.shape[1])]  # NaN last, once
+    values = np.empty(columns.shape)
+    operators = np.empty(columns.shape, dtype=np.int64)
+    for i, j in np.ndindex(columns.shape):
+        column = columns[i, j]
+        values[i, j] = rng.choice(_with_one_nan(levels[column]))
+        choices = _CATEGORY_OPERATORS if categorical[column] else _NUMBER_OPERATORS
+        operators[i, j] = rng.choice(choices)
+    gap = np.isnan(values)
+    operators[gap] = np.where(operators[gap] == EQ, ISNULL, NOTNULL)
+    return _Queries(columns, operators, values)
+
+
+def _with_one_nan(levels: np.ndarray) -> np.ndarray:
+    nan = np.isnan(levels)
+    return np.concatenate([levels[~nan], levels[nan][:1]])
+
+
+def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_attempts,
+                          backend, rng) -> _Queries:
+    """Up to ``n_queries`` distinct queries matching exactly one avatar."""
+    table = backend.asarray(avatars)
+    seen: set = set()
+    found: list[_Queries] = []
+    total = 0
+    if mode == "univariate":
+        candidates = _univariate_queries(avatars, categorical, rng)
+        batches = [candidates.take(slice(s, s + _QUERY_BATCH))
+                   for s in range(0, len(candidates), _QUERY_BATCH)]
+    else:
+        batches = (_record_queries(avatars, categorical, n_columns, _QUERY_BATCH, rng)
+                   for _ in range(math.ceil(max_attempts / _QUERY_BATCH)))
+    for batch in batches:
+        singles = batch.take(count_matches(table, batch, backend) == 1)
+        singles = singles.take(_distinct(singles, seen))
+        found.append(singles.take(slice(0, n_queries - total)))
+        total += len(found[-1])
+        if total >= n_queries:
+            break
+    if not found:
+        return _Queries(*(np.empty((0, 1)) for _ in range(3)))
+    return _Queries(*(np.concatenate([getattr(q, name) for q in found])
+                      for name in ("columns", "operators", "values")))
+
+
+def _size_correction(holdout, queries: _Queries, n_original: int, backend, rng) -> float:
+    """anonymeter's correction of the holdout count to the originals' size: the number of
+    queries singling out in a population of n, ``norm * P(n, w_eff)``, is fitted on
+    subsamples of the holdout and evaluated at both sizes."""
+    from scipy.optimize import curve_fit
+
+    n = holdout.shape[0]
+    sizes, successes = [], []
+    for size in np.linspace(min(1000, n), n, 10).astype(int):
+        for _ in range(5):
+            rows = rng.choice(n, size=size, replace=False)
+            counts = count_matches(backend.asarray(holdout[rows]), queries, backend)
+            sizes.append(size)
+            successes.append(int((counts == 1).sum()))
+    sizes, successes = np.array(sizes, dtype=float), np.array(successes, dtype=float)
+
+    def integral(size, w):  # the singling-out probability integrated over weights [0, w]
+        return (1.0 - (size * w + 1.0) * (1.0 - w) ** size) / (size + 1.0)
+
+    def model(size, w, norm):
+        return norm * integral(size, w)
+
+    w0 = 1.0 / sizes.max()
+    try:
+        (w, norm), _ = curve_fit(model, sizes, successes, p0=(w0, 1.0 / integral(sizes.max(), w0)),
+                                 bounds=(0, (1, np.inf)))
+    except (RuntimeError, ValueError):
+        return 1.0
+    below = model(n, w, norm)
+    return float(model(n_original, w, norm) / below) if below > 0 else 1.0
+
+
+def _singling_out(values: _Values, mode, n_queries, n_columns, max_attempts, confidence,
+                  backend, rng) -> AttackResult:
+    original, avatars, holdout = (_unique_rows(v) for v in
+                                  (values.original, values.avatars, values.holdout))
+    width = 1 if mode == "univariate" else n_columns
+    queries = _singling_out_queries(avatars, values.categorical, mode, n_queries, n_columns,
+                                    max_attempts, backend, rng)
+    if len(queries) < n_queries:
+        warnings.warn(
+            f"singling out ({mode}): only {len(queries)} of {n_queries} queries single out an "
+            "avatar; the risk is measured on those", stacklevel=3,
+        )
+    if len(queries) == 0:
+        raise AvatarError(
+            f"singling out ({mode}): no query singles out an avatar, so the attack cannot be "
+            "measured; leave this mode out (singling_out_modes) or give more columns"
+        )
+    n = len(queries)
+    success = int((count_matches(backend.asarray(original), queries, backend) == 1).sum())
+    control = float((count_matches(backend.asarray(holdout), queries, backend) == 1).sum())
+    if len(holdout) != len(original) and control > 0:
+        control *= _size_correction(holdout, queries, len(original), backend, rng)
+    baseline_queries = _random_queries(avatars, values.categorical, width, n, rng)
+    baseline = int((count_matches(backend.asarray(original), baseline_queries, backend)
+                    == 1).sum())
+    return _result(f"singling_out_{mode}", None, n, success, n, min(control, n), baseline,
+                   confidence)
+
+
+# -------------------------------------------------------------------------- linkability
+def _linked(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Rows whose two neighbour lists share an avatar."""
+    return (first[:, :, None] == second[:, None, :]).any(axis=(1, 2))
+
+
+def _random_neighbours(n: int, n_avatars: int, k: int, rng) -> np.ndarray:
+    """k distinct random avatars per row."""
+    picks = rng.integers(0, n_avatars, size=(n, k))
+    while k > 1:
+        ordered = np.sort(picks, axis=1)
+        repeated = np.nonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))[0]
+        if repeated.size == 0:
+            break
+        picks[repeated] = rng.integers(0, n_avatars, size=(repeated.size, k))
+    return picks
+
+
+def _linkability(values: _Values, halves, n_neighbours, confidence, backend, rng):
+    def links(attacked):
+        first, second = (_nearest_avatars(attacked, values.avatars, half, values,
+                                          n_neighbours, backend) for half in halves)
+        return int(_linked(first, second).sum())
+
+    n, n_control = len(values.original), len(values.holdout)
+    n_avatars = len(values.avatars)
+    baseline = int(_linked(_random_neighbours(n, n_avatars, n_neighbours, rng),
+                           _random_neighbours(n, n_avatars, n_neighbours, rng)).sum())
+    return _result("linkability", None, n, links(values.original), n_control,
+                   links(values.holdout), baseline, confidence)
+
+
+# ---------------------------------------------------------------------------- inference
+def guessed(guesses: np.ndarray, secrets: np.ndarray, categorical: bool) -> np.ndarray:
+    """Which guesses are right: equal for a category, within ``INFERENCE_TOLERANCE`` of the
+    guess (relatively) for a number; a missing guess of a missing secret is right."""
+    both_missing = np.isnan(guesses) & np.isnan(secrets)
+    with np.errstate(invalid="ignore"):
+        if categorical:
+            right = guesses == secrets
+        else:
+            right = np.abs(guesses - secrets) <= INFERENCE_TOLERANCE * (np.abs(guesses) + 1e-12)
+    return right | both_missing
+
+
+def _inference(values: _Values, secret: int, confidence, backend, rng) -> AttackResult:
+    others = np.array([j for j in range(len(values.variables)) if j != secret])
+    categorical = bool(values.categorical[secret])
+
+    def successes(attacked):
+        nearest = _nearest_avatars(attacked, values.avatars, others, values, 1, backend)[:, 0]
+        return int(guessed(values.avatars[nearest, secret], attacked[:, secret],
+                           categorical).sum())
+
+    n = len(values.original)
+    random_avatars = rng.integers(0, len(values.avatars), size=n)
+    baseline = int(guessed(values.avatars[random_avatars, secret], values.original[:, secret],
+                           categorical).sum())
+    return _result("inference", values.variables[secret], n, successes(values.original),
+                   len(values.holdout), successes(values.holdout), baseline, confidence)
+
+
+# ------------------------------------------------------------------------------ entry
+SINGLING_OUT_MODES = ("univariate", "multivariate")
+
+
+def attack_metrics(
+    original: pd.DataFrame,
+    avatars: pd.DataFrame,
+    holdout: pd.DataFrame,
+    *,
+    secrets: Any = None,
+    linkability_columns: Sequence[Sequence[Any]] | None = None,
+    n_neighbours: int = 1,
+    singling_out_modes: Sequence[str] = SINGLING_OUT_MODES,
+    singling_out_queries: int = SINGLING_OUT_QUERIES,
+    singling_out_columns: int = SINGLING_OUT_COLUMNS,
+    singling_out_max_attempts: int = SINGLING_OUT_MAX_ATTEMPTS,
+    confidence_level: float = 0.95,
+    types: Mapping[Any, str] | None = None,
+    seed: Any = None,
+    backend: str | Backend = "auto",
+    progress: ProgressLike = None,
+) -> AttackMetrics:
+    """Singling-out, linkability and inference risks of the release ``avatars`` (any row
+    order) of the training rows ``original``, measured against ``holdout`` (rows of the same
+    table kept out of the avatarization: ``split_holdout``). See the module docstring.
+
+    ``secrets``: the columns an inference attack guesses (default: every variable), each from
+    all the others; ``linkability_columns``: the attacker's two sets of columns (default: the
+    variables split in two halves); ``n_neighbours``: avatars per half a link may go through;
+    ``types`` as in ``avatarize`` (identifier columns are left out); ``seed`` draws the
+    queries and the baselines.
+    """
+    original = to_pandas(original)
+    avatars = check_same_table(original, to_pandas(avatars), "avatars", same_rows=False)
+    holdout = check_same_table(original, to_pandas(holdout), "holdout", same_rows=False)
+    types = check_types(types)
+    if types:
+        check_variables(original, list(types), "types")
+    variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
+    if len(variables) < 2:
+        raise AvatarError(
+            f"the attacks need at least 2 variables (an attacker knows some and guesses "
+            f"others), got {variables}"
+        )
+    secret_names = check_variables(original, secrets, "secrets") or variables
+    if any(name not in variables for name in secret_names):
+        raise AvatarError(f"secrets cannot be identifier column(s): {secret_names}")
+    halves = _linkability_halves(original, variables, linkability_columns)
+    modes = [singling_out_modes] if isinstance(singling_out_modes, str) else list(
+        singling_out_modes)
+    for mode in modes:
+        if mode not in SINGLING_OUT_MODES:
+            raise AvatarError(f"singling_out_modes: {mode!r} is not one of {SINGLING_OUT_MODES}")
+    n_neighbours = check_integer("n_neighbours", n_neighbours, 1, len(avatars))
+    n_queries = check_integer("singling_out_queries", singling_out_queries, 1)
+    n_columns = check_integer("singling_out_columns", singling_out_columns, 1, len(variables))
+    max_attempts = check_integer("singling_out_max_attempts", singling_out_max_attempts, 1)
+    confidence = check_number("confidence_level", confidence_level, 0.0, 1.0)
+    if not 0.0 < confidence < 1.0:
+        raise AvatarError(f"confidence_level must be strictly between 0 and 1, got {confidence}")
+    backend = resolve_backend(backend)
+
+    values = _values(original, avatars, holdout, variables, types)
+    position = {c: j for j, c in enumerate(variables)}
+    rngs = [np.random.default_rng(stream) for stream in seed_sequence(seed).spawn(3)]
+    steps = Steps(progress, "attacks", total=len(modes) + 1 + len(secret_names))
+    results = []
+    for mode in modes:
+        with steps.step(f"singling out ({mode})"):
+            results.append(_singling_out(values, mode, n_queries, n_columns, max_attempts,
+                                         confidence, backend, rngs[0]))
+    with steps.step("linkability"):
+        results.append(_linkability(values, [[position[c] for c in half] for half in halves],
+                                    n_neighbours, confidence, backend, rngs[1]))
+    for name in secret_names:
+        with steps.step(f"inference of {name}"):
+            results.append(_inference(values, position[name], confidence, backend, rngs[2]))
+    return AttackMetrics(results)
+
+
+def _linkability_halves(original, variables, columns) -> list[list[Any]]:
+    if columns is None:
+        middle = len(variables) // 2
+        return [variables[:middle], variables[middle:]]
+    if isinstance(columns, str) or not isinstance(columns, Sequence) or len(columns) != 2:
+        raise AvatarTypeError(
+            "linkability_columns must be two lists of columns (what each of the attacker's two "
+            f"sources holds), got {columns!r}"
+        )
+    halves = [check_variables(original, half, "linkability_columns") for half in columns]
+    for half in halves:
+        if any(name not in variables for name in half):
+            raise AvatarError(f"linkability_columns cannot use identifier columns: {half}")
+    return halves
