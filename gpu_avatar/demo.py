@@ -136,7 +136,7 @@ def summary(
 def run_demo(output: Path, progress: ProgressLike = None) -> str:
     """Write into ``output`` the avatar CSVs, ``summary.txt`` and ``report.html`` (the AIDS
     table and the hospital database); print and return the summary."""
-    from .report import database_part, require_matplotlib, result_part, write_html
+    from .report import database_part, require_matplotlib, result_part, write_document
 
     require_matplotlib()
     output.mkdir(parents=True, exist_ok=True)
@@ -170,7 +170,7 @@ def run_demo(output: Path, progress: ProgressLike = None) -> str:
     parts.append(database_part(database, "Hospital database (patient, doctor, visit)", progress,
                                privacy=database_privacy, seconds=seconds))
     (output / "summary.txt").write_text(text)
-    write_html(output / "report.html", "gpu_avatar demo: AIDS table and hospital database", parts)
+    write_document(output / "report.html", "gpu_avatar demo: AIDS table and hospital database", parts)
     steps.close()
     print(text)
     print(f"wrote the avatar tables, summary.txt and report.html into {output}/")

@@ -453,7 +453,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
-    from ..report import require_matplotlib, table_part, write_html
+    from ..report import require_matplotlib, table_part, write_document
 
     require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
@@ -464,7 +464,7 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
         parameters={"original": args.original, "avatars": args.avatars,
                     "metric axes (ncp)": args.ncp},
     )
-    write_html(args.output, args.title, [part])
+    write_document(args.output, args.title, [part])
     _say(f"wrote the report to {args.output}")
     return 0
 

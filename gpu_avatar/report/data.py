@@ -38,6 +38,16 @@ SIGNAL_DESCRIPTIONS = {
     "correlation_difference_ratio": "mean |Pearson correlation difference| over pairs of "
     "continuous variables, in %",
 }
+ATTACK_DESCRIPTIONS = {
+    "singling_out_univariate": "queries on one column that match exactly one avatar (a value "
+    "seen once, a minimum, a maximum); success: the query matches exactly one original",
+    "singling_out_multivariate": "queries combining several columns of an avatar; success: "
+    "the query matches exactly one original",
+    "linkability": "the attacker holds two sets of columns of the same people and links them "
+    "through their nearest avatars; success: both halves lead to the same avatar",
+    "inference": "the attacker knows every other column and reads the secret off the nearest "
+    "avatar; success: the right category, or a number within 5 % of the guess",
+}
 PRIVACY_SCENARIO_COLUMNS = [
     "hidden_rate", "local_cloaking", "distance_to_closest", "closest_distances_ratio",
     "closest_rate", "row_direct_match_protection", "column_direct_match_protection",

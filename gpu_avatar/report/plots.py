@@ -1,11 +1,9 @@
-"""The report's plots, drawn by matplotlib's Agg backend and embedded as PNG data URIs
-(``pip install 'gpu_avatar[report]'``): projection, per-variable distributions, correlation
-matrices, local cloaking, children per parent."""
+"""The report's plots, drawn by matplotlib's Agg backend as PNG figures
+(``pip install 'gpu_avatar[report]'``), labelled in the report's language: projection,
+per-variable distributions, correlation matrices, local cloaking, children per parent."""
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +15,8 @@ from ..encoding import CONTINUOUS, TableEncoder
 from ..errors import import_extra
 from ..metrics import PrivacyMetrics, SignalMetrics
 from ..metrics.targets import PRIVACY_TARGETS
+from .document import Figure
+from .language import Translator
 
 ORIGINAL_COLOUR, AVATAR_COLOUR = "#3b6fb6", "#e07b39"
 DPI = 90
@@ -29,7 +29,7 @@ LOCAL_CLOAKING_TARGET = PRIVACY_TARGETS["local_cloaking"].threshold
 
 def require_matplotlib() -> None:
     """Raise ``MissingExtraError`` (naming the ``report`` extra) when matplotlib is missing."""
-    import_extra("matplotlib", "report", "the HTML report")
+    import_extra("matplotlib", "report", "the report")
 
 
 def _matplotlib():
@@ -46,15 +46,10 @@ def _matplotlib():
     return new_figure
 
 
-def _figure_html(figure: Any, plot: str, caption: str, alt: str) -> str:
+def _figure(figure: Any, plot: str, caption: str, alt: str) -> Figure:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return (
-        f'<figure class="plot" data-plot="{plot}">'
-        f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{caption}</figcaption></figure>"
-    )
+    return Figure(plot, buffer.getvalue(), caption, alt)
 
 
 def _sample(points: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -65,8 +60,9 @@ def _sample(points: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 def projection_plot(
-    original: pd.DataFrame, avatars: pd.DataFrame, types: Mapping[Any, str], new_figure
-) -> str:
+    original: pd.DataFrame, avatars: pd.DataFrame, types: Mapping[Any, str], new_figure,
+    tr: Translator,
+) -> Figure:
     """Originals and avatars on the first two axes of a FAMD fitted on the originals."""
     from ..projection import FAMD
 
@@ -78,26 +74,26 @@ def projection_plot(
     figure = new_figure(7.5, 5.6)
     axes = figure.add_subplot()
     for coordinates, colour, label, count in (
-        (points[0], ORIGINAL_COLOUR, "originals", len(original)),
-        (points[1], AVATAR_COLOUR, "avatars", len(avatars)),
+        (points[0], ORIGINAL_COLOUR, tr("originals"), len(original)),
+        (points[1], AVATAR_COLOUR, tr("avatars"), len(avatars)),
     ):
         shown = _sample(coordinates)
         axes.scatter(shown[:, 0], shown[:, 1], s=9, alpha=0.45, color=colour, linewidths=0,
                      label=f"{label} ({count})")
-    axes.set_xlabel(f"Dim. 1 ({inertia[0]:.1f} % of inertia)")
-    axes.set_ylabel(f"Dim. 2 ({inertia[1]:.1f} % of inertia)")
+    for set_label, axis in ((axes.set_xlabel, 1), (axes.set_ylabel, 2)):
+        set_label(tr("Dim. {axis} ({share} % of inertia)", axis=axis,
+                     share=tr.number(inertia[axis - 1], ".1f")))
     axes.legend(loc="best", markerscale=2)
     axes.grid(alpha=0.3)
-    caption = (
-        f"Originals and avatars on the first two axes of a {model.kind_.upper()} fitted on the "
-        "originals (avatars projected with the same model). Avatars should cover the same "
-        "cloud without sitting on the originals."
-    )
-    return _figure_html(figure, "projection", caption, "projection of originals and avatars")
+    caption = tr(
+        "Originals and avatars on the first two axes of a {kind} fitted on the originals "
+        "(avatars projected with the same model). Avatars should cover the same cloud without "
+        "sitting on the originals.", kind=model.kind_.upper())
+    return _figure(figure, "projection", caption, tr("projection of originals and avatars"))
 
 
-def _frequencies(series: pd.Series) -> pd.Series:
-    counts = series.astype(object).where(series.notna(), "(missing)").value_counts(normalize=True)
+def _frequencies(series: pd.Series, missing: str) -> pd.Series:
+    counts = series.astype(object).where(series.notna(), missing).value_counts(normalize=True)
     counts.index = [str(v) for v in counts.index]
     return counts.groupby(level=0).sum()
 
@@ -108,7 +104,8 @@ def distributions_plot(
     encoder: TableEncoder,
     signal: SignalMetrics | None,
     new_figure,
-) -> str:
+    tr: Translator,
+) -> Figure:
     """One small plot per variable: histograms (continuous) or frequencies, overlaid."""
     columns = list(encoder.columns_)
     shown = columns[:MAX_PLOTTED_VARIABLES]
@@ -129,23 +126,24 @@ def distributions_plot(
             pooled = np.concatenate(values)
             edges = np.histogram_bin_edges(pooled, bins=20) if pooled.size else 10
             for data, colour, label in zip(values, (ORIGINAL_COLOUR, AVATAR_COLOUR),
-                                           ("originals", "avatars"), strict=True):
+                                           (tr("originals"), tr("avatars")), strict=True):
                 axes.hist(data, bins=edges, density=True, alpha=0.5, color=colour, label=label,
                           histtype="stepfilled")
             axes.set_yticks([])
         else:
+            missing = tr("(missing)")
             frequencies = pd.concat(
-                {"originals": _frequencies(original[column]),
-                 "avatars": _frequencies(avatars[column])}, axis=1,
+                {"originals": _frequencies(original[column], missing),
+                 "avatars": _frequencies(avatars[column], missing)}, axis=1,
             ).fillna(0.0)
             frequencies = frequencies.sort_values("originals", ascending=False)
             frequencies = frequencies.iloc[:MAX_MODALITIES]
             positions = np.arange(len(frequencies))
-            for offset, colour, label in (
+            for offset, colour, side in (
                 (-0.2, ORIGINAL_COLOUR, "originals"), (0.2, AVATAR_COLOUR, "avatars")
             ):
-                axes.bar(positions + offset, frequencies[label], width=0.4, color=colour,
-                         alpha=0.85, label=label)
+                axes.bar(positions + offset, frequencies[side], width=0.4, color=colour,
+                         alpha=0.85, label=tr(side))
             axes.set_xticks(positions, [str(v)[:10] for v in frequencies.index], rotation=45,
                             ha="right", fontsize=7)
         title = str(column)
@@ -156,18 +154,19 @@ def distributions_plot(
     handles, labels = figure.axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="upper center", ncols=2)
     left_out = len(columns) - len(shown)
-    caption = (
+    caption = tr(
         "Distribution of every variable, originals and avatars overlaid (continuous: density "
-        "histograms on shared bins; categorical: relative frequencies, the "
-        f"{MAX_MODALITIES} most frequent modalities). H: Hellinger distance."
-        + (f" The last {left_out} variables are not drawn." if left_out else "")
-    )
-    return _figure_html(figure, "distributions", caption, "per-variable distributions")
+        "histograms on shared bins; categorical: relative frequencies, the {modalities} most "
+        "frequent modalities). H: Hellinger distance.", modalities=MAX_MODALITIES)
+    if left_out:
+        caption += " " + tr("The last {count} variables are not drawn.", count=left_out)
+    return _figure(figure, "distributions", caption, tr("per-variable distributions"))
 
 
 def correlations_plot(
-    original: pd.DataFrame, avatars: pd.DataFrame, encoder: TableEncoder, new_figure
-) -> str | None:
+    original: pd.DataFrame, avatars: pd.DataFrame, encoder: TableEncoder, new_figure,
+    tr: Translator,
+) -> Figure | None:
     """Pearson correlations of the continuous variables: original, avatar, difference."""
     columns = list(encoder.continuous_columns_)[:MAX_CORRELATION_VARIABLES]
     if len(columns) < 2:
@@ -184,9 +183,9 @@ def correlations_plot(
     labels = [str(c)[:14] for c in columns]
     for index, (matrix, title, limit, cmap) in enumerate(
         [
-            (matrices[0], "originals", 1.0, "RdBu_r"),
-            (matrices[1], "avatars", 1.0, "RdBu_r"),
-            (difference, "avatars - originals", scale, "PuOr_r"),
+            (matrices[0], tr("originals"), 1.0, "RdBu_r"),
+            (matrices[1], tr("avatars"), 1.0, "RdBu_r"),
+            (difference, tr("avatars - originals"), scale, "PuOr_r"),
         ]
     ):
         axes = figure.add_subplot(1, 3, index + 1)
@@ -195,14 +194,13 @@ def correlations_plot(
         axes.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
         axes.set_yticks(range(len(labels)), labels, fontsize=7)
         figure.colorbar(image, ax=axes, shrink=0.8)
-    caption = (
-        "Pearson correlations between continuous variables in the originals and in the avatars, "
-        f"and their difference (colour scale +/- {scale:.2f})."
-    )
-    return _figure_html(figure, "correlations", caption, "correlation matrices")
+    caption = tr(
+        "Pearson correlations between continuous variables in the originals and in the "
+        "avatars, and their difference (colour scale +/- {scale}).", scale=tr.number(scale, ".2f"))
+    return _figure(figure, "correlations", caption, tr("correlation matrices"))
 
 
-def local_cloaking_plot(privacy: PrivacyMetrics, new_figure) -> str:
+def local_cloaking_plot(privacy: PrivacyMetrics, new_figure, tr: Translator) -> Figure:
     """Histogram of the local cloaking of every original, with the target and the median."""
     values = np.asarray(privacy.local_cloaking_per_individual, dtype=float)
     upper = max(float(np.percentile(values, 99)), LOCAL_CLOAKING_TARGET + 1)
@@ -212,25 +210,25 @@ def local_cloaking_plot(privacy: PrivacyMetrics, new_figure) -> str:
     axes = figure.add_subplot()
     axes.hist(clipped, bins=bins, color=ORIGINAL_COLOUR, alpha=0.85)
     axes.axvline(LOCAL_CLOAKING_TARGET, color="#cf222e", linestyle="--",
-                 label=f"target: > {LOCAL_CLOAKING_TARGET:g}")
+                 label=tr("target: > {target}", target=f"{LOCAL_CLOAKING_TARGET:g}"))
     median = float(np.median(values))
-    axes.axvline(median, color="#1f2328", label=f"median: {median:g}")
-    axes.set_xlabel("local cloaking (avatars at least as close as the own avatar)")
-    axes.set_ylabel("originals")
+    axes.axvline(median, color="#1f2328", label=tr("median: {median}", median=tr.number(median)))
+    axes.set_xlabel(tr("local cloaking (avatars at least as close as the own avatar)"))
+    axes.set_ylabel(tr("originals"))
     axes.legend()
     at_risk = 100.0 * float((values <= LOCAL_CLOAKING_TARGET).mean())
-    caption = (
-        f"Local cloaking of each original (values above the 99th percentile, {upper:g}, drawn "
-        f"in the last bin); {at_risk:.1f} % of originals have a local cloaking of "
-        f"{LOCAL_CLOAKING_TARGET:g} or less."
-    )
-    return _figure_html(figure, "local-cloaking", caption, "local cloaking distribution")
+    caption = tr(
+        "Local cloaking of each original (values above the 99th percentile, {upper}, drawn in "
+        "the last bin); {share} % of originals have a local cloaking of {target} or less.",
+        upper=tr.number(upper), share=tr.number(at_risk, ".1f"),
+        target=tr.number(LOCAL_CLOAKING_TARGET))
+    return _figure(figure, "local-cloaking", caption, tr("local cloaking distribution"))
 
 
 def children_per_parent_plot(
     title: str, original_rows: np.ndarray, n_original: int, avatar_rows: np.ndarray,
-    n_avatar: int, new_figure,
-) -> str:
+    n_avatar: int, new_figure, tr: Translator,
+) -> Figure:
     """Share of parents with 0, 1, 2, ... children, originals and avatars side by side."""
     from ..relational.schema import children_counts
 
@@ -239,15 +237,17 @@ def children_per_parent_plot(
     figure = new_figure(7.5, 3.6)
     axes = figure.add_subplot()
     for offset, count, colour, label in (
-        (-0.2, counts[0], ORIGINAL_COLOUR, "originals"),
-        (0.2, counts[1], AVATAR_COLOUR, "avatars"),
+        (-0.2, counts[0], ORIGINAL_COLOUR, tr("originals")),
+        (0.2, counts[1], AVATAR_COLOUR, tr("avatars")),
     ):
         shares = np.bincount(count, minlength=len(support)) / max(len(count), 1)
         axes.bar(support + offset, shares, width=0.4, color=colour, alpha=0.85, label=label)
     axes.set_xticks(support)
-    axes.set_xlabel("children per parent")
-    axes.set_ylabel("share of parents")
+    axes.set_xlabel(tr("children per parent"))
+    axes.set_ylabel(tr("share of parents"))
     axes.set_title(title, fontsize=10)
     axes.legend()
-    caption = f"Children per parent, {html.escape(title)}: originals (original links) and avatars."
-    return _figure_html(figure, "children-per-parent", caption, f"children per parent {title}")
+    caption = tr("Children per parent, {link}: originals (original links) and avatars.",
+                 link=title)
+    return _figure(figure, "children-per-parent", caption,
+                   tr("children per parent {link}", link=title))

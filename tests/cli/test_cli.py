@@ -276,7 +276,7 @@ sys.exit(gpu_avatar.cli.main(["avatarize", r"{datasets_path / 'wbcd.csv'}",
     assert process.stdout.splitlines() == [
         "compiled False 40",
         "MissingExtraError True False",
-        "the HTML report needs matplotlib, which is not installed: pip install "
+        "the report needs matplotlib, which is not installed: pip install "
         "'gpu_avatar[report]'",
     ]
     assert process.stderr == ("gpu-avatar: error: writing Parquet files needs pyarrow, which is "

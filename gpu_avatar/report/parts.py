@@ -1,0 +1,477 @@
+"""The parts of a report, as documents (``document.py``) in the report's language:
+
+- a table part: ``parameters`` (run parameters, column kinds), ``timings``, ``privacy`` (every
+  metric with its target and verdict), ``signal``, ``plots`` (``projection``,
+  ``distributions``, ``correlations``, ``local-cloaking``), then ``advice`` and ``attacks``
+  when they are given;
+- a database part: ``parameters``, ``timings``, ``summary-matrix`` (green pass, red fail),
+  ``links`` (one ``children-per-parent`` plot per link), ``privacy-scenarios``,
+  ``signal-scenarios``, ``advice`` when given, and ``tables`` (one table part per table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..backend import to_pandas
+from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
+from ..metrics import AttackMetrics, PrivacyMetrics, SignalMetrics
+from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
+from ..progress import ProgressLike, Steps
+from .data import (
+    ATTACK_DESCRIPTIONS,
+    PRIVACY_DESCRIPTIONS,
+    PRIVACY_SCENARIO_COLUMNS,
+    SIGNAL_DESCRIPTIONS,
+    SIGNAL_SCENARIO_COLUMNS,
+    database_metrics,
+    table_metrics,
+)
+from .document import Cell, Details, Part, Table, Text, slugify
+from .language import Translator
+from .plots import (
+    _matplotlib,
+    children_per_parent_plot,
+    correlations_plot,
+    distributions_plot,
+    local_cloaking_plot,
+    projection_plot,
+)
+
+
+def _verdict(passed: Any, tr: Translator, computed: bool = True) -> Cell:
+    if not computed:
+        return Cell(tr("not computed"), "none")
+    if passed is True or passed is np.True_:
+        return Cell(tr("pass"), "pass")
+    if passed is False or passed is np.False_:
+        return Cell(tr("fail"), "fail")
+    return Cell(tr("report only"), "none")
+
+
+def _text(value: Any, tr: Translator) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {v}" for k, v in value.items()) or tr("none")
+    return str(value)
+
+
+def _metrics_table(frame: pd.DataFrame, descriptions: Mapping[str, str], tr: Translator):
+    rows = []
+    for metric, row in frame.iterrows():
+        computed = bool(np.isfinite(row["value"]))
+        rows.append([
+            Cell(str(metric), "code"), Cell(tr.number(row["value"])), Cell(row["target"]),
+            _verdict(row["passed"], tr, computed), Cell(tr(descriptions.get(metric, ""))),
+        ])
+    headers = [tr("metric"), tr("value"), tr("target"), tr("result"), tr("definition")]
+    return Table(headers, rows, numeric=frozenset({1}))
+
+
+def _targets_met(frame: pd.DataFrame) -> tuple[int, int]:
+    judged = frame["passed"].dropna()
+    return int(judged.astype(bool).sum()), int(len(judged))
+
+
+def _two_columns(headers: list[str], rows: list[list[Any]], numeric=()) -> Table:
+    return Table(headers, [[c if isinstance(c, Cell) else Cell(str(c)) for c in row]
+                           for row in rows], numeric=frozenset(numeric))
+
+
+# --------------------------------------------------------------------------- table part
+def _table_part(
+    original: pd.DataFrame,
+    unshuffled_avatars: pd.DataFrame,
+    steps: Steps,
+    tr: Translator,
+    *,
+    name: str,
+    avatars: pd.DataFrame | None = None,
+    types: Mapping[Any, str] | None = None,
+    ncp: int = 5,
+    parameters: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+    privacy: PrivacyMetrics | None = None,
+    signal: SignalMetrics | None = None,
+    individual_level: bool = True,
+    privacy_options: Mapping[str, Any] | None = None,
+    backend: Any = "auto",
+    advice: Any = None,
+    attacks: AttackMetrics | None = None,
+    slug: str | None = None,
+    level: int = 2,
+) -> Part:
+    new_figure = _matplotlib()
+    types = dict(types or {})
+    avatars = unshuffled_avatars if avatars is None else avatars
+    variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
+    variable_types = {c: kind for c, kind in types.items() if c in variables}
+    privacy, signal, metric_timings = table_metrics(
+        original, unshuffled_avatars, avatars, steps, name=name, types=types, ncp=ncp,
+        backend=backend, privacy=privacy, signal=signal, individual_level=individual_level,
+        privacy_options=privacy_options,
+    )  # fmt: skip
+    encoder = TableEncoder(variable_types, missing_indicators=False).fit(original[variables])
+    part = Part(slug or slugify(name), name, "table", "", tr.language, level)
+
+    kinds = {kind: [c for c in variables if encoder.specs_[c].kind == kind]
+             for kind in (CONTINUOUS, CATEGORICAL)}
+    kinds[IDENTIFIER] = [c for c in original.columns if c not in variables]
+    rows = [[tr("rows x columns"), tr("{rows} x {columns} -> {avatars} avatars",
+                                      rows=len(original), columns=original.shape[1],
+                                      avatars=len(avatars))]]
+    rows += [[key, _text(value, tr)] for key, value in (parameters or {}).items()]
+    rows += [[tr(f"{kind} columns"), ", ".join(map(str, columns)) or tr("none")]
+             for kind, columns in kinds.items()]
+    part.section("parameters", tr("Run parameters"),
+                 _two_columns([tr("parameter"), tr("value")], rows))
+
+    all_timings = {**{tr("avatarization: {step}", step=k): v for k, v in (timings or {}).items()},
+                   **{tr(k): v for k, v in metric_timings.items()}}
+    rows = [[step, tr.number(seconds, ".3f")] for step, seconds in all_timings.items()]
+    rows.append([Cell(tr("total"), "strong"),
+                 Cell(tr.number(sum(all_timings.values()), ".3f"), "strong")])
+    blocks = [] if timings else [Text(tr(
+        "No avatarization timings: this report was built from the tables, not from the run "
+        "that made them."), "note")]
+    part.section("timings", tr("Timings (seconds)"),
+                 *blocks, _two_columns([tr("step"), tr("seconds")], rows, numeric=(1,)))
+
+    lead = tr("{originals} originals, {variables} variables.", originals=len(original),
+              variables=len(variables))
+    if privacy is not None:
+        frame = privacy.to_frame()
+        met, judged = _targets_met(frame)
+        lead += " " + tr(
+            "Privacy: {met} of {judged} targets met (hidden rate {hidden} %, median local "
+            "cloaking {cloaking}).", met=met, judged=judged,
+            hidden=tr.number(privacy.hidden_rate, ".1f"),
+            cloaking=tr.number(privacy.local_cloaking))
+        part.section("privacy", tr("Privacy metrics"), Text(tr(
+            "Originals against their own (unshuffled) avatars, distances on {ncp} axes of a "
+            "projection fitted on the originals. {met} of {judged} targets met.",
+            ncp=privacy.ncp, met=met, judged=judged)),
+            _metrics_table(frame, PRIVACY_DESCRIPTIONS, tr))
+    else:
+        part.section("privacy", tr("Privacy metrics"), Text(tr(
+            "Not an individual-level table: its rows are not people, so its privacy is "
+            "measured through the scenarios of the individual-level tables."), "note"))
+
+    frame = signal.to_frame()
+    met, judged = _targets_met(frame)
+    lead += " " + tr("Signal: {met} of {judged} targets met.", met=met, judged=judged)
+    per_variable = _two_columns(
+        [tr("variable"), tr("Hellinger distance")],
+        [[v, tr.number(h)] for v, h in signal.hellinger_per_variable.items()], numeric=(1,))
+    part.section("signal", tr("Signal metrics"), _metrics_table(frame, SIGNAL_DESCRIPTIONS, tr),
+                 Details(tr("Hellinger distance per variable"), [per_variable]))
+
+    figures = []
+    with steps.step(f"{name}: projection plot"):
+        figures.append(projection_plot(original[variables], avatars[variables], variable_types,
+                                       new_figure, tr))
+    with steps.step(f"{name}: distribution plots"):
+        figures.append(distributions_plot(original, avatars, encoder, signal, new_figure, tr))
+    with steps.step(f"{name}: correlation plots"):
+        figure = correlations_plot(original, avatars, encoder, new_figure, tr)
+    figures.append(figure or Text(tr(
+        "Fewer than two continuous variables: no correlation matrix."), "note"))
+    if privacy is not None:
+        with steps.step(f"{name}: local cloaking plot"):
+            figures.append(local_cloaking_plot(privacy, new_figure, tr))
+    part.section("plots", tr("Plots"), *figures)
+    if advice is not None:
+        part.section("advice", tr("Parameter advice"), *advice_blocks(advice, tr))
+    if attacks is not None:
+        part.section("attacks", tr("Attack-based risks"), *attack_blocks(attacks, tr))
+    part.lead = lead
+    return part
+
+
+def table_part(
+    original: pd.DataFrame,
+    unshuffled_avatars: pd.DataFrame,
+    name: str = "Table",
+    progress: ProgressLike = None,
+    language: str = "en",
+    **options: Any,
+) -> Part:
+    """A report part for ``original`` and its ``unshuffled_avatars`` (row i = avatar of row i).
+
+    ``options``: ``avatars`` (the released table, for the signal and plots; default the
+    unshuffled ones), ``types``, ``ncp``, ``parameters`` and ``timings`` (shown as given),
+    ``privacy`` / ``signal`` (computed when not given), ``individual_level``,
+    ``privacy_options`` (e.g. ``known_variables``, ``target``), ``backend``, ``advice`` (an
+    ``Advice``) and ``attacks`` (``AttackMetrics``) for their sections, ``slug``, ``level``.
+    """
+    return _table_part(original, unshuffled_avatars, Steps(progress, "report"),
+                       Translator(language), name=name, **options)
+
+
+def _result_options(result: Any) -> dict[str, Any]:
+    run = result.parameters
+    parameters = {key: value for key, value in run.as_dict().items() if key != "types"}
+    parameters["seed"] = result.seed
+    parameters["projection"] = result.projection_kind.upper()
+    return dict(
+        avatars=to_pandas(result.avatars), types=dict(run.types), ncp=run.ncp,
+        parameters=parameters, timings=result.timings, backend=run.backend,
+    )
+
+
+def result_part(
+    result: Any,
+    name: str = "Table",
+    privacy: PrivacyMetrics | None = None,
+    signal: SignalMetrics | None = None,
+    progress: ProgressLike = None,
+    language: str = "en",
+    advice: Any = None,
+    attacks: AttackMetrics | None = None,
+    **privacy_options: Any,
+) -> Part:
+    """A report part for an ``AvatarizationResult`` (``privacy_options`` as in
+    ``privacy_metrics``: ``known_variables``, ``target``, ...)."""
+    return _table_part(
+        to_pandas(result.original), to_pandas(result.sensitive_unshuffled_avatars),
+        Steps(progress, "report"), Translator(language),
+        name=name, privacy=privacy, signal=signal, privacy_options=privacy_options,
+        advice=advice, attacks=attacks, **_result_options(result),
+    )
+
+
+# ------------------------------------------------------------------- advice and attacks
+def advice_blocks(advice: Any, tr: Translator) -> list:
+    """The advice's verdict and its candidates, one column per candidate k: every measured
+    metric (green: meets its target, red: misses it) and the overall verdict."""
+    table = advice.candidates
+    shown = [c for c in table.columns if not c.endswith(" passed") and c != "passed"
+             and table[c].notna().any()]
+    rows = []
+    for column in shown:
+        cells = [Cell(column, "code")]
+        for _, row in table.iterrows():
+            value, verdict = row[column], row.get(f"{column} passed")
+            text = value if isinstance(value, str) else tr.number(value)
+            style = "" if verdict is None or pd.isna(verdict) else (
+                "cell-pass" if verdict else "cell-fail")
+            cells.append(Cell(text, style))
+        rows.append(cells)
+    rows.append([Cell(tr("all targets"), "strong")]
+                + [_verdict(bool(passed), tr) for passed in table["passed"]])
+    headers = [tr("metric")] + [
+        tr("k = {k} (recommended)", k=k) if k == advice.k else f"k = {k}" for k in table.index]
+    if advice.k is not None:
+        verdict = tr("Recommended: k = {k} (ncp = {ncp}), the candidate that meets every privacy "
+                     "target with the least signal loss (lowest mean Hellinger distance).",
+                     k=advice.k, ncp=advice.ncp)
+    else:
+        verdict = tr("No candidate meets every privacy target. Try a larger k, more projection "
+                     "axes (ncp), column weights that lower identifying columns, or fewer "
+                     "modalities (group rare categories).")
+    targets = ", ".join(f"{name} {target.text()}" for name, target in advice.targets.items()
+                        if target.threshold is not None)
+    return [
+        Text(verdict, "lead"),
+        Table(headers, rows, numeric=frozenset(range(1, len(table) + 1))),
+        Text(tr("Targets judged, with the advice's safety margin: {targets}. Green: the "
+                "candidate meets the target; red: it misses it.", targets=targets), "note"),
+    ]
+
+
+def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
+    """Each attack's risk with its confidence interval, the rates behind it, a verdict."""
+    rows = []
+    for result in attacks.results:
+        name = result.attack if result.secret is None else f"{result.attack} ({result.secret})"
+        rows.append([
+            Cell(name, "code"), Cell(tr.number(result.risk, ".3f")),
+            Cell(f"[{tr.number(result.risk_low, '.3f')}, {tr.number(result.risk_high, '.3f')}]"),
+            Cell(tr.number(result.attack_rate, ".3f")), Cell(tr.number(result.control_rate, ".3f")),
+            Cell(tr.number(result.baseline_rate, ".3f")), Cell(str(result.n_attacks)),
+            Cell(tr("measurable risk"), "fail") if result.measurable
+            else Cell(tr("no measurable risk"), "pass"),
+        ])
+    confidence = attacks.results[0].confidence_level if attacks.results else 0.95
+    headers = [tr("attack"), tr("risk"), tr("{level} % interval", level=f"{100 * confidence:g}"),
+               tr("attack success"), tr("holdout success"), tr("random guess"), tr("attacks"),
+               tr("result")]
+    definitions = _two_columns([tr("attack"), tr("definition")],
+                               [[Cell(k, "code"), tr(v)] for k, v in ATTACK_DESCRIPTIONS.items()])
+    return [
+        Text(tr("Attacks by an adversary who holds the release and some of a person's values "
+                "(Giomi et al., PETS 2023, as in anonymeter). Risk = (success on the originals - "
+                "success on the holdout) / (1 - success on the holdout): only what the release "
+                "teaches beyond people who are not in it counts; 0 is no risk, 1 the whole "
+                "room for it.")),
+        Table(headers, rows, numeric=frozenset({1, 3, 4, 5, 6})),
+        definitions,
+    ]
+
+
+# --------------------------------------------------------------------------- database part
+def _scenario_table(frame: pd.DataFrame, columns: list[str], tr: Translator) -> Table:
+    rows = []
+    for _, row in frame.iterrows():
+        cells = [Cell(str(row["table"])), Cell(str(row["scenario"])), Cell(str(row["reference"])),
+                 Cell(row["via"] if isinstance(row.get("via"), str) else "")]
+        cells += [Cell(tr.number(row.get(c))) for c in columns]
+        passed = row["all_passed"]
+        cells.append(_verdict(None if pd.isna(passed) else bool(passed), tr))
+        rows.append(cells)
+    headers = [tr("table"), tr("scenario"), tr("reference"), tr("via"), *columns,
+               tr("all targets")]
+    return Table(headers, rows, numeric=frozenset(range(4, 4 + len(columns))))
+
+
+def _summary_matrix(summary: pd.DataFrame, result: Any, tr: Translator) -> list:
+    """The summary matrix (``relational.scenarios.metrics_summary``), each cell coloured by its
+    pass flag."""
+    db = result.database
+    tables = db.topological_order()
+    cells = {(row["table"], row["reference"]): row for _, row in summary.iterrows()}
+    rows = []
+    for table in (t for t in tables if db.is_individual_level(t)):
+        row_cells = [Cell(table)]
+        for reference in tables:
+            cell = cells.get((table, reference))
+            if cell is None:
+                row_cells.append(Cell("—", "cell-empty"))
+                continue
+            text = tr("{scenario}: {hidden} % (LC {cloaking}) {verdict}",
+                      scenario=cell["scenario"], hidden=tr.number(cell["hidden_rate"], ".1f"),
+                      cloaking=tr.number(cell["local_cloaking"]),
+                      verdict=tr("pass") if cell["passed"] else tr("FAIL"))
+            row_cells.append(Cell(text, "cell-pass" if cell["passed"] else "cell-fail"))
+        rows.append(row_cells)
+    rule = tr(" and ").join(
+        f"{name.replace('_', ' ')} {PRIVACY_TARGETS[name].text()}" for name in SUMMARY_METRICS
+    )
+    return [
+        Table([tr("individual-level table"), *tables], rows, row_headers=True),
+        Text(tr("Rows: the people protected (individual-level tables); columns: the table they "
+                "are measured against. Each cell is the worst scenario: hidden rate and median "
+                "local cloaking (LC); pass means {rule}.", rule=rule), "note"),
+    ]
+
+
+def _database_part(
+    result: Any,
+    steps: Steps,
+    tr: Translator,
+    name: str = "Database",
+    privacy: Any = None,
+    signal: Any = None,
+    seconds: float | None = None,
+    advice: Any = None,
+    slug: str | None = None,
+    level: int = 2,
+) -> Part:
+    from ..relational.scenarios import STANDALONE, table_types, table_variables
+
+    new_figure = _matplotlib()
+    db = result.database
+    order = db.topological_order()
+    privacy, signal, metric_timings = database_metrics(result, steps, name, privacy, signal)
+    summary = result.metrics_summary(privacy)
+    part = Part(slug or slugify(name), name, "database", "", tr.language, level)
+
+    rows = [["seed", str(result.parameters.seed)], ["backend", str(result.parameters.backend)]]
+    table_rows = []
+    for table in order:
+        parents = ", ".join(f"{link.parent} ({link.foreign_key})" for link in db.parents_of(table))
+        run = result.table_results[table].parameters
+        table_rows.append([
+            table, len(result.originals[table]), len(result.tables[table]),
+            db.tables[table].primary_key, tr("yes") if db.is_individual_level(table) else tr("no"),
+            parents or tr("none"), run.k, run.ncp,
+        ])
+    part.section("parameters", tr("Run parameters"),
+                 _two_columns([tr("parameter"), tr("value")], rows),
+                 _two_columns([tr("table"), tr("rows"), tr("avatars"), tr("primary key"),
+                               tr("individual-level"), tr("parents"), "k", "ncp"],
+                              table_rows, numeric=(1, 2, 6, 7)))
+
+    rows = []
+    for table in order:
+        timings = result.table_results[table].timings
+        detail = ", ".join(f"{k} {tr.number(v, '.2f')}" for k, v in timings.items())
+        rows.append([tr("avatarization: {step}", step=table),
+                     tr.number(sum(timings.values()), ".3f"), detail])
+    rows += [[tr("metrics: {kind} scenarios", kind=tr(k)), tr.number(v, ".3f"), ""]
+             for k, v in metric_timings.items()]
+    if seconds is not None:
+        rows.append([Cell(tr("whole database run"), "strong"),
+                     Cell(tr.number(seconds, ".3f"), "strong"), tr("avatarization and linking")])
+    part.section("timings", tr("Timings (seconds)"),
+                 _two_columns([tr("step"), tr("seconds"), tr("detail")], rows, numeric=(1,)))
+
+    part.section("summary-matrix", tr("Privacy summary matrix"),
+                 *_summary_matrix(summary, result, tr))
+
+    link_rows, figures = [], []
+    for link in result.links:
+        link_rows.append([
+            link.parent, f"{link.child}.{link.foreign_key}", link.method,
+            tr.number(link.cardinality_similarity), tr.number(link.referential_integrity),
+            tr.number(link.total_cost), tr.number(link.n_blocks),
+        ])
+        key = (link.child, link.foreign_key)
+        with steps.step(f"{name}: children per parent {link.parent} -> {link.child}"):
+            figures.append(children_per_parent_plot(
+                f"{link.parent} -> {link.child}.{link.foreign_key} ({link.method})",
+                result.original_parent_rows[key], len(result.originals[link.parent]),
+                result.avatar_parent_rows[key], len(result.tables[link.parent]), new_figure, tr,
+            ))
+    part.section(
+        "links", tr("Links"),
+        _two_columns([tr("parent"), tr("child.foreign key"), tr("method"),
+                      tr("cardinality similarity"), tr("referential integrity (%)"),
+                      tr("assignment cost"), tr("blocks")], link_rows, numeric=(3, 4, 5, 6)),
+        Text(tr("Cardinality similarity: 1 - Kolmogorov-Smirnov statistic between the "
+                "children-per-parent distributions (1: identical)."), "note"),
+        *figures,
+    )
+    part.section("privacy-scenarios", tr("Privacy scenarios"),
+                 _scenario_table(privacy.to_frame(), PRIVACY_SCENARIO_COLUMNS, tr))
+    part.section("signal-scenarios", tr("Signal scenarios"),
+                 _scenario_table(signal.to_frame(), SIGNAL_SCENARIO_COLUMNS, tr))
+    if advice is not None:
+        part.section("advice", tr("Parameter advice"), *advice_blocks(advice, tr))
+
+    def standalone(entries, table):
+        return next((e.metrics for e in entries
+                     if e.table == table and e.scenario == STANDALONE), None)
+
+    parts = []
+    for table in order:
+        run = result.table_results[table]
+        parameters = {key: run.parameters.as_dict()[key]
+                      for key in ("k", "ncp", "categorical", "imputation", "backend")}  # fmt: skip
+        parts.append(_table_part(
+            table_variables(result, table, False), table_variables(result, table, True), steps,
+            tr, name=tr("Table {name}", name=table), types=table_types(result, table),
+            ncp=run.parameters.ncp, parameters=parameters, timings=run.timings,
+            privacy=standalone(privacy, table), signal=standalone(signal, table),
+            individual_level=db.is_individual_level(table), backend=result.parameters.backend,
+            slug=f"{part.slug}-{slugify(table)}", level=level + 1,
+        ))
+    part.section("tables", tr("Tables"), *parts)
+    part.lead = tr("{tables} tables, {links} links; privacy summary: {passed} of {cells} cells "
+                   "pass.", tables=len(order), links=len(result.links),
+                   passed=int(summary["passed"].sum()), cells=len(summary))
+    return part
+
+
+def database_part(
+    result: Any, name: str = "Database", progress: ProgressLike = None, language: str = "en",
+    **options: Any,
+) -> Part:
+    """A report part for a ``DatabaseAvatarizationResult``; ``options``: ``privacy`` and
+    ``signal`` (its scenario metrics, computed when not given), ``seconds`` (run time),
+    ``advice`` (an ``advise_database`` Advice, for its section)."""
+    return _database_part(result, Steps(progress, "report"), Translator(language), name=name,
+                          **options)
