@@ -134,8 +134,9 @@ def summary(
 
 
 def run_demo(output: Path, progress: ProgressLike = None) -> str:
-    """Write into ``output`` the avatar CSVs, ``summary.txt`` and ``report.html`` (the AIDS
-    table and the hospital database); print and return the summary."""
+    """Write into ``output`` the avatar CSVs, ``summary.txt`` and the report as
+    ``report.html`` and ``report.pdf`` (the AIDS table and the hospital database, with the
+    advice that set the database's k); print and return the summary."""
     from .report import database_part, require_matplotlib, result_part, write_document
 
     require_matplotlib()
@@ -168,12 +169,15 @@ def run_demo(output: Path, progress: ProgressLike = None) -> str:
     text += "\n" + database_summary(database, seconds, database_privacy)
     text += "\n" + advice_summary(advice, "advise_database(hospital, ncp=5, seed=0)")
     parts.append(database_part(database, "Hospital database (patient, doctor, visit)", progress,
-                               privacy=database_privacy, seconds=seconds))
+                               privacy=database_privacy, seconds=seconds, advice=advice))
     (output / "summary.txt").write_text(text)
-    write_document(output / "report.html", "gpu_avatar demo: AIDS table and hospital database", parts)
+    title = "gpu_avatar demo: AIDS table and hospital database"
+    with steps.step("report"):
+        for report in ("report.html", "report.pdf"):
+            write_document(output / report, title, parts)
     steps.close()
     print(text)
-    print(f"wrote the avatar tables, summary.txt and report.html into {output}/")
+    print(f"wrote the avatar tables, summary.txt, report.html and report.pdf into {output}/")
     return text
 
 

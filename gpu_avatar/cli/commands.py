@@ -1,12 +1,15 @@
 """The ``gpu-avatar`` command (also ``python -m gpu_avatar``).
 
-    gpu-avatar avatarize INPUT OUTPUT [--k 20] [--ncp 5] [--seed S] [--types col=kind ...]
-                         [--backend auto|cpu|gpu] [--report report.html]
+    gpu-avatar avatarize INPUT OUTPUT [--k 20|auto] [--ncp 5] [--seed S] [--types col=kind ...]
+                         [--backend auto|cpu|gpu] [--report report.html|report.pdf]
+                         [--language en|fr] [--holdout HOLDOUT]
     gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20]   (avatarize --k auto: advice first)
+    gpu-avatar split INPUT TRAINING HOLDOUT [--fraction 0.2] [--seed S]
+    gpu-avatar attacks ORIGINAL AVATARS --holdout HOLDOUT [--secrets col ...]
     gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
                                           gpu_avatar.relational.config; OUTPUT: a URL or a folder)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
-    gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html]
+    gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html|report.pdf]
     gpu-avatar demo [OUTPUT_DIR]
 
 Tables are CSV or Parquet, by file name; databases are SQLAlchemy URLs (sqlite:///file.db,
@@ -32,6 +35,7 @@ import pandas as pd
 from .. import __version__
 from ..encoding import IDENTIFIER
 from ..errors import AvatarError, GpuAvatarError, import_extra
+from ..metrics.attacks import SINGLING_OUT_QUERIES
 from ..parameters import (
     ADVICE_CANDIDATES,
     BACKENDS,
@@ -42,6 +46,7 @@ from ..parameters import (
     AvatarParameters,
     check_types,
 )
+from ..report.language import LANGUAGES
 from ..sql.write import IF_EXISTS
 
 DEFAULTS = AvatarParameters()
@@ -132,6 +137,11 @@ def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
                         help="show tracebacks and log each step")
 
 
+def _add_language(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--language", choices=LANGUAGES, default="en",
+                        help="the report's language (default en)")
+
+
 def _add_types(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--types", nargs="+", action="append", metavar="COLUMN=KIND",
                         help="column kinds: continuous, categorical or identifier")
@@ -215,7 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("input", help="the original table")
     command.add_argument("output", help="where to write the avatars (.csv or .parquet)")
     _add_parameters(command, DEFAULTS)
-    command.add_argument("--report", metavar="HTML", help="also write an HTML report")
+    command.add_argument("--report", metavar="PATH",
+                         help="also write a report (.html or .pdf)")
+    command.add_argument("--holdout", metavar="FILE",
+                         help="rows of the same table kept out of INPUT (gpu-avatar split): the "
+                         "report gets the attack-based risks measured against them")
+    _add_language(command)
     command.add_argument("--unshuffled-output", metavar="FILE",
                          help="also write the unshuffled avatars (row i = avatar of row i; "
                          "SENSITIVE, for `gpu-avatar metrics` only, never release it)")
@@ -254,8 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="when the target already holds the tables (default fail)")
     command.add_argument("--format", choices=("csv", "parquet"), default="csv",
                          help="format of the avatar tables in a folder (default csv)")
-    command.add_argument("--report", metavar="HTML",
-                         help="report path (default OUTPUT/report.html for a folder)")
+    command.add_argument("--report", metavar="PATH",
+                         help="report path, .html or .pdf (default OUTPUT/report.html for a "
+                         "folder)")
+    _add_language(command)
     command.add_argument("--no-report", action="store_true", help="write no report")
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_database)
@@ -277,13 +294,48 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--output", metavar="FILE",
                                  help="also write the metrics (.csv or .json)")
         else:
-            command.add_argument("-o", "--output", default="report.html", metavar="HTML",
-                                 help="report path (default report.html)")
-            command.add_argument("--title", default="Avatarization report")
+            command.add_argument("-o", "--output", default="report.html", metavar="PATH",
+                                 help="report path, .html or .pdf (default report.html)")
+            command.add_argument("--title", help="the report's title")
+            _add_language(command)
         _add_types(command)
         _add_metric_options(command)
         _add_common(command, suppress=True)
         command.set_defaults(handler=handler)
+
+    command = commands.add_parser(
+        "split", help="draw a random holdout from a table, before avatarizing the rest")
+    command.add_argument("input", help="the table")
+    command.add_argument("training", help="where to write the rows to avatarize")
+    command.add_argument("holdout", help="where to write the holdout (never released)")
+    command.add_argument("--fraction", type=float, default=0.2,
+                         help="share of the rows held out (default 0.2)")
+    command.add_argument("--seed", type=int, help="seed for a reproducible split")
+    command.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_split)
+
+    command = commands.add_parser(
+        "attacks", help="singling-out, linkability and inference risks against a holdout")
+    command.add_argument("original", help="the rows that were avatarized")
+    command.add_argument("avatars", help="their avatars (the release, any row order)")
+    command.add_argument("--holdout", required=True, metavar="FILE",
+                         help="rows of the same table kept out of the avatarization")
+    command.add_argument("--secrets", nargs="+", metavar="COLUMN",
+                         help="columns an inference attack guesses (default: every variable)")
+    command.add_argument("--linkability-columns", nargs="+", action="append", metavar="COLUMN",
+                         help="one of the attacker's two sets of columns (give it twice; "
+                         "default: the variables split in two halves)")
+    command.add_argument("--neighbours", type=int, default=1,
+                         help="avatars per half a link may go through (default 1)")
+    command.add_argument("--queries", type=int, default=SINGLING_OUT_QUERIES,
+                         help=f"singling-out queries (default {SINGLING_OUT_QUERIES})")
+    command.add_argument("--seed", type=int, help="seed for the queries and the baselines")
+    command.add_argument("--backend", choices=BACKENDS, default=DEFAULTS.backend)
+    command.add_argument("--output", metavar="FILE", help="also write the risks (.csv or .json)")
+    _add_types(command)
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_attacks)
 
     command = commands.add_parser("demo", help="the README demo: AIDS table and a database")
     command.add_argument("output_dir", nargs="?", default="demo-output",
@@ -306,7 +358,7 @@ def _check_output_path(output: str | Path, *inputs: str | Path) -> Path:
         import_extra("pyarrow", "parquet", "writing Parquet files")
     for source in inputs:
         if Path(source).resolve() == output.resolve():
-            raise AvatarError(f"{output} is also an input: write the avatars to another file")
+            raise AvatarError(f"{output} is also an input: write to another file")
     return output
 
 
@@ -332,15 +384,20 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         )
     if args.unshuffled_output:
         _check_output_path(args.unshuffled_output, args.input, args.output)
+    if args.holdout and not args.report:
+        raise UsageError("--holdout measures the attack-based risks for the report: add "
+                         "--report PATH (or run gpu-avatar attacks)")
     if args.report:
-        from ..report import require_matplotlib, write_report
+        from ..report import report_format, require_matplotlib, write_report
 
+        report_format(args.report)
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
         df = read_table(args.input, sep=args.sep)
     types = column_types(df, args)
     settings = _settings(args)
+    advice = None
     if args.k == AUTO:
         with steps.step("advise"):
             advice = ga.advise(df, types=types, **settings)
@@ -363,7 +420,15 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     if args.report:
         with steps.step("privacy metrics"):
             privacy = result.privacy_metrics(**_privacy_options(args))
+        attacks = None
+        if args.holdout:
+            with steps.step("attacks"):
+                holdout = _cast_like(df, read_table(args.holdout, sep=args.sep))
+                attacks = ga.attack_metrics(df, result.avatars, holdout, types=types,
+                                            seed=result.seed, backend=args.backend)
+            _say(_attacks_line(attacks))
         write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
+                     advice=advice, attacks=attacks, language=args.language,
                      progress=progress)
         _say(_privacy_line(privacy))
         _say(f"wrote the report to {args.report}")
@@ -419,13 +484,19 @@ def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, di
     original = original.drop(columns=[c for c in identifiers if c in original])
     avatars = avatars.drop(columns=[c for c in identifiers if c in avatars])
     types = {c: kind for c, kind in types.items() if kind != IDENTIFIER}
-    for column in original.columns.intersection(avatars.columns):
-        if avatars[column].dtype != original[column].dtype:
+    return original, _cast_like(original, avatars), types
+
+
+def _cast_like(original: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """``other`` with the original's dtypes where CSV inference differs (integers read back as
+    floats, say); what cannot be cast is left for the metrics to name."""
+    for column in original.columns.intersection(other.columns):
+        if other[column].dtype != original[column].dtype:
             try:
-                avatars[column] = avatars[column].astype(original[column].dtype)
+                other[column] = other[column].astype(original[column].dtype)
             except (TypeError, ValueError):
-                pass  # the metrics name the column and its dtypes
-    return original, avatars, types
+                pass
+    return other
 
 
 def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
@@ -453,18 +524,21 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
-    from ..report import require_matplotlib, table_part, write_document
+    from ..report import report_format, require_matplotlib, table_part, write_document
+    from ..report.language import Translator
 
+    report_format(args.output)
     require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
         original, avatars, types = _read_pair(args)
     part = table_part(
         original, avatars, name=Path(args.original).name, types=types, ncp=args.ncp,
         backend=args.backend, privacy_options=_privacy_options(args), progress=progress,
-        parameters={"original": args.original, "avatars": args.avatars,
-                    "metric axes (ncp)": args.ncp},
+        parameters={"original": args.original, "avatars": args.avatars, "ncp": args.ncp},
+        language=args.language,
     )
-    write_document(args.output, args.title, [part])
+    title = args.title or Translator(args.language)("Avatarization report")
+    write_document(args.output, title, [part])
     _say(f"wrote the report to {args.output}")
     return 0
 
@@ -516,8 +590,9 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     report = None
     if not args.no_report and (args.report or output is not None):
         report = Path(args.report or output / "report.html")
-        from ..report import require_matplotlib, write_report
+        from ..report import report_format, require_matplotlib, write_report
 
+        report_format(report)
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
@@ -554,9 +629,65 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         name = (Path(parse_url(args.source).database or "database").stem
                 if looks_like_url(args.source) else Path(args.source).stem)
         write_report(result, report, privacy=privacy, seconds=seconds, progress=progress,
-                     name=name)
+                     name=name, language=args.language)
         _say(f"wrote the report to {report}")
     steps.close()
+    return 0
+
+
+def cmd_split(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
+    from ..files import read_table, write_table
+
+    training_path = _check_output_path(args.training, args.input)
+    holdout_path = _check_output_path(args.holdout, args.input, args.training)
+    df = read_table(args.input, sep=args.sep)
+    training, holdout = ga.split_holdout(df, args.fraction, seed=args.seed)
+    write_table(training, training_path)
+    write_table(holdout, holdout_path)
+    _say(f"wrote {len(training)} training rows to {training_path} and {len(holdout)} holdout "
+         f"rows to {holdout_path} (avatarize the first; keep the second private, for "
+         "gpu-avatar attacks)")
+    return 0
+
+
+def _attacks_line(attacks: Any) -> str:
+    measurable = [r for r in attacks.results if r.measurable]
+    worst = max(attacks.results, key=lambda r: r.risk)
+    name = worst.attack if worst.secret is None else f"{worst.attack} ({worst.secret})"
+    return (f"attacks: {len(measurable)} of {len(attacks.results)} with a measurable risk; "
+            f"highest {name} {worst.risk:.3f} [{worst.risk_low:.3f}, {worst.risk_high:.3f}]")
+
+
+def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
+    from ..files import read_table
+    from ..progress import Steps
+
+    with Steps(progress, "gpu-avatar attacks", total=1).step("read"):
+        original = read_table(args.original, sep=args.sep)
+        avatars = _cast_like(original, read_table(args.avatars, sep=args.sep))
+        holdout = _cast_like(original, read_table(args.holdout, sep=args.sep))
+    halves = args.linkability_columns
+    if halves is not None and len(halves) != 2:
+        raise UsageError(f"--linkability-columns goes twice (the attacker's two sources), got "
+                         f"{len(halves)}")
+    attacks = ga.attack_metrics(
+        original, avatars, holdout, secrets=args.secrets, linkability_columns=halves,
+        n_neighbours=args.neighbours, singling_out_queries=args.queries,
+        types=column_types(original, args), seed=args.seed, backend=args.backend,
+        progress=progress,
+    )
+    frame = attacks.to_frame()
+    shown = ["attack", "secret", "risk", "risk_low", "risk_high", "attack_rate",
+             "control_rate", "baseline_rate", "n_attacks", "measurable_risk"]
+    with pd.option_context("display.max_rows", None, "display.width", 200):
+        _say(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    _say(_attacks_line(attacks))
+    if args.output:
+        _write_frame(frame, Path(args.output), "risks")
     return 0
 
 

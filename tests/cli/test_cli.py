@@ -344,3 +344,39 @@ def test_python_dash_m_runs_the_command():
     process = subprocess.run([sys.executable, "-m", "gpu_avatar", "--version"],
                              capture_output=True, text=True, timeout=60)
     assert process.returncode == 0 and process.stdout.strip() == f"gpu-avatar {ga.__version__}"
+
+
+def test_split_avatarize_with_holdout_pdf_report_in_french_then_attacks(tmp_path):
+    aids = resources.files("gpu_avatar") / "data" / "aids.csv"
+    training, holdout = tmp_path / "training.csv", tmp_path / "holdout.csv"
+    done = check_ok(run_cli("split", aids, training, holdout, "--fraction", "0.2", "--seed", "0"))
+    assert "1711 training rows" in done.stdout and "428 holdout rows" in done.stdout
+    original = pd.read_csv(aids, sep=";")
+    parts = pd.concat([pd.read_csv(training), pd.read_csv(holdout)])
+    assert sorted(parts["pidnum"]) == sorted(original["pidnum"])  # every row, once
+
+    done = check_ok(run_cli("avatarize", training, tmp_path / "avatars.csv", "--k", "20",
+                            "--seed", "1", *AIDS_TYPES, "--holdout", holdout,
+                            "--report", tmp_path / "rapport.pdf", "--language", "fr"))
+    assert "attacks: " in done.stdout and "wrote the report" in done.stdout
+    assert (tmp_path / "rapport.pdf").read_bytes().startswith(b"%PDF-")
+    if shutil.which("pdftotext") or os.environ.get("CI"):  # poppler-utils, installed in CI
+        text = subprocess.run(["pdftotext", tmp_path / "rapport.pdf", "-"], capture_output=True,
+                              text=True, check=True).stdout
+        assert "Risques mesurés par attaques" in text and "hidden_rate" in text
+
+    done = check_ok(run_cli("attacks", training, tmp_path / "avatars.csv", "--holdout", holdout,
+                            *AIDS_TYPES, "--secrets", "cd40", "arms", "--seed", "0",
+                            "--output", tmp_path / "risks.json"))
+    assert "singling_out_univariate" in done.stdout and "inference" in done.stdout
+    risks = pd.DataFrame(json.loads((tmp_path / "risks.json").read_text()))
+    assert len(risks) == 5 and risks["risk"].between(0, 1).all()
+    leaked = check_ok(run_cli("attacks", training, training, "--holdout", holdout,
+                              *AIDS_TYPES, "--secrets", "cd40", "--seed", "0"))
+    assert "4 of 4 with a measurable risk" in leaked.stdout
+
+    refused = run_cli("avatarize", training, tmp_path / "b.csv", "--holdout", holdout)
+    assert refused.returncode == 2 and "add --report PATH" in refused.stderr
+    refused = run_cli("attacks", training, tmp_path / "avatars.csv", "--holdout", holdout,
+                      "--linkability-columns", "age")
+    assert refused.returncode == 2 and "goes twice" in refused.stderr

@@ -45,6 +45,7 @@ def test_demo_writes_tables_summary_and_report(demo_output):
     assert "k = 20 meets every privacy target measured" in summary and "FAIL" not in \
         summary.split("## Privacy summary")[-1]
     assert (demo_output / "report.html").stat().st_size > 100_000
+    assert (demo_output / "report.pdf").read_bytes().startswith(b"%PDF-")
 
 
 def test_report_has_every_section_and_plot(demo_output):
@@ -79,6 +80,9 @@ def test_report_has_every_section_and_plot(demo_output):
     # the summary matrix is coloured: with the advised k the bundled database passes each cell
     assert set(parsed.cell_classes) >= {"pass", "empty"} and "fail" not in parsed.cell_classes
     assert "to_bottom_id_propagated" in text and "cardinality similarity" in text
+    # the advice that set the database's k, with its candidates
+    advice = [anchor for kind, anchor in parsed.sections if kind == "advice"]
+    assert advice == [f"{database}-advice"] and "k = 20 (recommended)" in text
 
 
 def test_report_references_nothing_outside_itself(demo_output):
@@ -152,3 +156,108 @@ def test_report_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
     with pytest.raises(ga.MissingExtraError, match=r"pip install 'gpu_avatar\[report\]'"):
         ga.write_report(result, tmp_path / "report.html")
     assert not (tmp_path / "report.html").exists()
+
+
+# ------------------------------------------------------------------ PDF, French, evidence
+def _poppler(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} is not installed: .ci/run installs poppler-utils in CI")
+        pytest.skip(f"{tool} is not installed (apt-get install poppler-utils); CI runs this test")
+    return path
+
+
+@pytest.fixture(scope="module")
+def evidence():
+    """AIDS: training rows and a holdout, the advice, the avatars with the advised k, the
+    attack-based risks."""
+    from gpu_avatar.demo import load_aids
+
+    df, types = load_aids()
+    training, holdout = ga.split_holdout(df, 0.2, seed=0)
+    advice = ga.advise(training, types=types, candidates=[10, 20], seed=1)
+    result = ga.avatarize(training, **advice.parameters.replace(types=types).as_dict())
+    attacks = ga.attack_metrics(training, result.avatars, holdout, types=types,
+                                secrets=["cd40", "arms"], seed=0, singling_out_queries=200)
+    return result, advice, attacks
+
+
+def test_pdf_report_in_french_has_pages_words_and_a_first_page(evidence, tmp_path):
+    result, advice, attacks = evidence
+    path = ga.write_report(result, tmp_path / "rapport.pdf", name="AIDS", language="fr",
+                           advice=advice, attacks=attacks)
+    assert path.read_bytes().startswith(b"%PDF-")
+    info = subprocess.run([_poppler("pdfinfo"), path], capture_output=True, text=True,
+                          check=True).stdout
+    pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    assert pages >= 4 and "Rapport d'avatarisation" in info
+    text = subprocess.run([_poppler("pdftotext"), "-layout", path, "-"], capture_output=True,
+                          text=True, check=True).stdout
+    assert text.count("\f") >= pages - 1  # one form feed between pages
+    for metric in [*PRIVACY_TARGETS, *SIGNAL_TARGETS]:
+        assert metric in text, metric
+    for words in ("Paramètres de l'exécution", "Métriques de confidentialité",
+                  "Métriques de signal", "Conseil de paramètres", "Risques mesurés par attaques",
+                  "conforme", "k = 20 (recommandé)", "singling_out_multivariate",
+                  "linkability", "inference (cd40)", "intervalle", "page 2"):
+        assert words in text, words
+    for english in ("Privacy metrics", "Run parameters", "Attack-based risks", "originals"):
+        assert english not in text, english
+
+    # a screenshot of the first page (poppler's renderer): a real page, with the title's
+    # blue and the green "conforme" cells on it
+    _poppler("pdftoppm")
+    subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", path,
+                    tmp_path / "first"], check=True, timeout=120)
+    from matplotlib.image import imread
+
+    rgb = imread(tmp_path / "first.png")[..., :3].astype(float)
+    assert rgb.shape[0] > rgb.shape[1] > 400  # A4, portrait
+    grey = rgb.mean(axis=2)
+    red, green, blue = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    assert (grey < 0.9).mean() > 0.03  # text and tables cover the page
+    assert ((blue - red > 0.15) & (blue > green)).mean() > 0.001  # blue headings
+    assert ((green - red > 0.05) & (green > blue)).mean() > 0.001  # green verdict cells
+
+
+def test_html_report_gets_the_advice_and_attack_sections_in_both_languages(evidence, tmp_path):
+    result, advice, attacks = evidence
+    english = ga.write_report(result, tmp_path / "report.html", advice=advice, attacks=attacks)
+    french = ga.write_report(result, tmp_path / "rapport.html", advice=advice, attacks=attacks,
+                             language="fr")
+    for path in (english, french):
+        assert [kind for kind, _ in parse_report(path).sections] == \
+            TABLE_SECTIONS + ["advice", "attacks"]
+    assert '<html lang="fr">' in french.read_text()
+    text = english.read_text()
+    assert "k = 20 (recommended)" in text and "Attack-based risks" in text
+    assert "<code>inference (arms)</code>" in text
+    calm = sum(not r.measurable for r in attacks.results)
+    assert text.count('<span class="badge pass">no measurable risk</span>') == calm
+    assert text.count('<span class="badge fail">measurable risk</span>') == \
+        len(attacks.results) - calm
+
+
+def test_every_report_text_has_its_french(evidence):
+    """Every literal the report passes to the translator, every metric and attack definition,
+    has a French text (a French report never falls back to English)."""
+    import ast
+    from pathlib import Path
+
+    from gpu_avatar.report import data, language
+
+    texts = [*data.PRIVACY_DESCRIPTIONS.values(), *data.SIGNAL_DESCRIPTIONS.values(),
+             *data.ATTACK_DESCRIPTIONS.values()]
+    for source in Path(language.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "tr" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                texts.append(node.args[0].value)
+    missing = sorted({t for t in texts if t not in language.FRENCH})
+    assert not missing
+    with pytest.raises(LookupError, match="no French text"):
+        language.Translator("fr")("a text nobody translated")
+    with pytest.raises(ga.AvatarError, match="language='de'"):
+        ga.write_report(evidence[0], "x.pdf", language="de")
