@@ -41,7 +41,14 @@ from ..backend import Backend, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError, AvatarTypeError
 from ..neighbours.references import nearest_references
-from ..parameters import check_integer, check_number, check_types, seed_sequence
+from ..parameters import (
+    SINGLING_OUT_MODES,
+    check_choice,
+    check_integer,
+    check_number,
+    check_types,
+    seed_sequence,
+)
 from ..progress import ProgressLike, Steps
 from .checks import check_same_table, check_variables
 
@@ -514,9 +521,6 @@ def _inference(values: _Values, secret: int, confidence, backend, rng) -> Attack
 
 
 # ------------------------------------------------------------------------------ entry
-SINGLING_OUT_MODES = ("univariate", "multivariate")
-
-
 def attack_metrics(
     original: pd.DataFrame,
     avatars: pd.DataFrame,
@@ -564,8 +568,7 @@ def attack_metrics(
     modes = [singling_out_modes] if isinstance(singling_out_modes, str) else list(
         singling_out_modes)
     for mode in modes:
-        if mode not in SINGLING_OUT_MODES:
-            raise AvatarError(f"singling_out_modes: {mode!r} is not one of {SINGLING_OUT_MODES}")
+        check_choice("singling_out_modes", mode, SINGLING_OUT_MODES)
     n_neighbours = check_integer("n_neighbours", n_neighbours, 1, len(avatars))
     n_queries = check_integer("singling_out_queries", singling_out_queries, 1)
     n_columns = check_integer("singling_out_columns", singling_out_columns, 1, len(variables))

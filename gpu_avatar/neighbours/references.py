@@ -19,11 +19,10 @@ import numpy as np
 
 from ..backend import CPU, Backend
 from ..errors import AvatarError
-from ..parameters import check_integer
+from ..parameters import REFERENCE_ENGINES, check_choice, check_integer
 from .distances import pairwise_cityblock, rowwise_cityblock
 from .search import brute_top_k
 
-REFERENCE_ENGINES = ("auto", "brute", "kdtree")
 _RELATIVE_ERROR = 1e-9  # cKDTree's float64 sums against ours: far below this
 _ABSOLUTE_ERROR = 1e-12  # the same, around zero distances
 _BALL_CHUNK = 4096
@@ -34,8 +33,7 @@ def nearest_references(queries, references, k: int, backend: Backend = CPU,
     """Indices (n_queries, k) int64 and L1 distances (n_queries, k) float64 of each query's k
     nearest references, as backend arrays."""
     check_integer("k", k, 1, references.shape[0])
-    if engine not in REFERENCE_ENGINES:
-        raise AvatarError(f"engine={engine!r} is not one of {REFERENCE_ENGINES}")
+    check_choice("engine", engine, REFERENCE_ENGINES)
     if engine == "auto":
         engine = "brute" if backend.is_gpu else "kdtree"
     queries = backend.asarray(queries, dtype=np.float64)
