@@ -57,6 +57,7 @@ SINGLING_OUT_QUERIES = 500  # anonymeter's default number of attacks
 SINGLING_OUT_COLUMNS = 3  # columns per multivariate query (anonymeter's default)
 SINGLING_OUT_MAX_ATTEMPTS = 100_000  # multivariate queries tried before giving up
 _QUERY_BATCH = 1000
+_FIRST_ROW_CHUNK = 256
 _ROW_CHUNK = 8192
 
 # predicate operators of the singling-out queries
@@ -270,26 +271,33 @@ def _predicate(x, operator: int, value, xp):
     return compare(x, value)
 
 
-def count_matches(table, queries: _Queries, backend: Backend) -> np.ndarray:
-    """How many rows of ``table`` (a backend array) each query matches."""
+def count_matches(table, queries: _Queries, backend: Backend, cap: int | None = None):
+    """How many rows of ``table`` (a backend array) each query matches, at most ``cap``: a
+    query stops being evaluated once it reaches ``cap`` (singling out only asks "exactly
+    one?", so most queries are settled on the first rows). Chunks of rows double in size."""
+    counts = np.zeros(len(queries), dtype=np.int64)
+    alive = np.arange(len(queries))
+    start, size = 0, _FIRST_ROW_CHUNK
+    while start < table.shape[0] and alive.size:
+        counts[alive] += _chunk_counts(table[start : start + size], queries.take(alive), backend)
+        if cap is not None:
+            alive = alive[counts[alive] < cap]
+        start, size = start + size, min(2 * size, _ROW_CHUNK)
+    return counts if cap is None else np.minimum(counts, cap)
+
+
+def _chunk_counts(rows, queries: _Queries, backend: Backend) -> np.ndarray:
     xp = backend.xp
-    n_queries = len(queries)
-    counts = xp.zeros(n_queries, dtype=xp.int64)
-    if n_queries == 0:
-        return np.zeros(0, dtype=np.int64)
     columns = backend.asarray(queries.columns)
     values = backend.asarray(queries.values)
-    for start in range(0, table.shape[0], _ROW_CHUNK):
-        rows = table[start : start + _ROW_CHUNK]
-        match = xp.ones((rows.shape[0], n_queries), dtype=bool)
-        for p in range(queries.columns.shape[1]):
-            x = rows[:, columns[:, p]]
-            for operator in np.unique(queries.operators[:, p]):
-                chosen = np.nonzero(queries.operators[:, p] == operator)[0]
-                sel = backend.asarray(chosen)
-                match[:, sel] &= _predicate(x[:, sel], int(operator), values[sel, p][None, :], xp)
-        counts += match.sum(axis=0)
-    return backend.to_numpy(counts)
+    match = xp.ones((rows.shape[0], len(queries)), dtype=bool)
+    for p in range(queries.columns.shape[1]):
+        x = rows[:, columns[:, p]]
+        for operator in np.unique(queries.operators[:, p]):
+            chosen = np.nonzero(queries.operators[:, p] == operator)[0]
+            sel = backend.asarray(chosen)
+            match[:, sel] &= _predicate(x[:, sel], int(operator), values[sel, p][None, :], xp)
+    return backend.to_numpy(match.sum(axis=0))
 
 
 def _distinct(queries: _Queries, seen: set) -> np.ndarray:
@@ -385,7 +393,7 @@ def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_
         batches = (_record_queries(avatars, categorical, n_columns, _QUERY_BATCH, rng)
                    for _ in range(math.ceil(max_attempts / _QUERY_BATCH)))
     for batch in batches:
-        singles = batch.take(count_matches(table, batch, backend) == 1)
+        singles = batch.take(count_matches(table, batch, backend, cap=2) == 1)
         singles = singles.take(_distinct(singles, seen))
         found.append(singles.take(slice(0, n_queries - total)))
         total += len(found[-1])
@@ -395,6 +403,11 @@ def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_
         return _Queries(*(np.empty((0, 1)) for _ in range(3)))
     return _Queries(*(np.concatenate([getattr(q, name) for q in found])
                       for name in ("columns", "operators", "values")))
+
+
+def _singled_out(table: np.ndarray, queries: _Queries, backend: Backend) -> int:
+    """How many queries match exactly one row of ``table``."""
+    return int((count_matches(backend.asarray(table), queries, backend, cap=2) == 1).sum())
 
 
 def _size_correction(holdout, queries: _Queries, n_original: int, backend, rng) -> float:
@@ -408,9 +421,8 @@ def _size_correction(holdout, queries: _Queries, n_original: int, backend, rng) 
     for size in np.linspace(min(1000, n), n, 10).astype(int):
         for _ in range(5):
             rows = rng.choice(n, size=size, replace=False)
-            counts = count_matches(backend.asarray(holdout[rows]), queries, backend)
             sizes.append(size)
-            successes.append(int((counts == 1).sum()))
+            successes.append(_singled_out(holdout[rows], queries, backend))
     sizes, successes = np.array(sizes, dtype=float), np.array(successes, dtype=float)
 
     def integral(size, w):  # the singling-out probability integrated over weights [0, w]
@@ -447,13 +459,12 @@ def _singling_out(values: _Values, mode, n_queries, n_columns, max_attempts, con
             "measured; leave this mode out (singling_out_modes) or give more columns"
         )
     n = len(queries)
-    success = int((count_matches(backend.asarray(original), queries, backend) == 1).sum())
-    control = float((count_matches(backend.asarray(holdout), queries, backend) == 1).sum())
+    success = _singled_out(original, queries, backend)
+    control = float(_singled_out(holdout, queries, backend))
     if len(holdout) != len(original) and control > 0:
         control *= _size_correction(holdout, queries, len(original), backend, rng)
     baseline_queries = _random_queries(avatars, values.categorical, width, n, rng)
-    baseline = int((count_matches(backend.asarray(original), baseline_queries, backend)
-                    == 1).sum())
+    baseline = _singled_out(original, baseline_queries, backend)
     return _result(f"singling_out_{mode}", None, n, success, n, min(control, n), baseline,
                    confidence)
 
