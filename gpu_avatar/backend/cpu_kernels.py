@@ -345,11 +345,45 @@ def knn_query(points, order, start, stop, left, right, lower, upper, low_index, 
         top = push_children(points, q, lower, upper, left, right, node, nodes, bounds, top)
 
 
+def mixed_distance(a, i, b, j, categorical, cap):
+    """The attacks' mixed-type distance between row ``i`` of ``a`` and row ``j`` of ``b``
+    (numbers already divided by their range, categories as codes, NaN where missing), summed
+    column by column: ``|x - y|`` for numbers, 0 or 1 for categories, 0 for two missing values
+    and 1 for one. Stops early, returning a partial sum, once it exceeds ``cap``."""
+    total = 0.0
+    d = 0
+    while d < a.shape[1] and total <= cap:
+        x = a[i, d]
+        y = b[j, d]
+        if x != x or y != y:  # a missing value
+            term = 0.0 if (x != x and y != y) else 1.0
+        elif categorical[d]:
+            term = 0.0 if x == y else 1.0
+        else:
+            term = abs(exact_sub(x, y))
+        total = exact_add(total, term)
+        d += 1
+    return total
+
+
+def nearest_mixed_scan(references, first, last, categorical, queries, q, k, best_d, best_i):
+    """Merge the references ``first..last-1``, in index order, into query ``q``'s k best
+    ``(best_d, best_i)`` by (mixed distance, index); returns False once nothing further can
+    enter (the k-th distance is 0: a later reference, of a higher index, could only tie)."""
+    for j in range(first, last):
+        if best_d[k - 1] == 0.0:
+            return False
+        keep_best(best_d, best_i, k,
+                  mixed_distance(queries, q, references, j, categorical, best_d[k - 1]), j)
+    return best_d[k - 1] != 0.0
+
+
 # Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
 # numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 # ``cuda_kernels.py``.
 SHARED_WALKS = (pair_squared, box_squared, children_low, push_children, keep_best, is_point,
-                rank_query, two_nearest_query, knn_query)  # fmt: skip
+                rank_query, two_nearest_query, knn_query, mixed_distance,
+                nearest_mixed_scan)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
 
@@ -759,3 +793,40 @@ def _leaf_neighbours(
     for p in range(m):
         indices[order[s + p]] = best_i[p]
         squared[order[s + p]] = best_d[p]
+
+
+# ---------------------------------------------------------------- mixed-type nearest scan
+_MIXED_QUERIES = 32  # queries per parallel work item
+_MIXED_REFERENCES = 2048  # references per block: a block stays in cache across its queries
+
+
+def nearest_mixed(references: np.ndarray, categorical: np.ndarray, queries: np.ndarray, k: int):
+    """(n_queries, k) indices and mixed distances of each query's k nearest references,
+    ordered by (distance, index): ``nearest_mixed_scan`` over the references block by block
+    (in index order, so ties still go to the lower index), queries in parallel."""
+    with _LOCK:
+        return _nearest_mixed(np.ascontiguousarray(references, dtype=np.float64),
+                              np.ascontiguousarray(categorical, dtype=np.bool_),
+                              np.ascontiguousarray(queries, dtype=np.float64), k)
+
+
+@njit(cache=True, parallel=True)
+def _nearest_mixed(references, categorical, queries, k):
+    n, m = queries.shape[0], references.shape[0]
+    indices = np.empty((n, k), np.int64)
+    distances = np.empty((n, k))
+    for item in prange(-(-n // _MIXED_QUERIES)):
+        lo, hi = item * _MIXED_QUERIES, min((item + 1) * _MIXED_QUERIES, n)
+        best_d = np.full((hi - lo, k), np.inf)
+        best_i = np.full((hi - lo, k), m, np.int64)
+        open_ = np.ones(hi - lo, np.bool_)
+        for first in range(0, m, _MIXED_REFERENCES):
+            last = min(first + _MIXED_REFERENCES, m)
+            for q in range(lo, hi):
+                if open_[q - lo]:
+                    open_[q - lo] = nearest_mixed_scan(references, first, last, categorical,
+                                                       queries, q, k, best_d[q - lo],
+                                                       best_i[q - lo])
+        indices[lo:hi] = best_i
+        distances[lo:hi] = best_d
+    return indices, distances

@@ -22,7 +22,14 @@ from numba import cuda
 from numba.cuda.core.config import ENABLE_CUDASIM
 
 from . import cpu_kernels
-from .cpu_kernels import STACK, KDTree, knn_query, rank_query, two_nearest_query
+from .cpu_kernels import (
+    STACK,
+    KDTree,
+    knn_query,
+    nearest_mixed_scan,
+    rank_query,
+    two_nearest_query,
+)
 
 THREADS = 128  # threads per block
 # knn_query keeps its top-k in per-thread arrays of a size fixed at compile time: one kernel
@@ -104,6 +111,29 @@ def _knn_kernel(capacity: int):
     return kernel
 
 
+@cache
+def _mixed_kernel(capacity: int):
+    """The mixed-type nearest-references kernel, one thread per query, its top-k in local
+    arrays of ``capacity``."""
+
+    @cuda.jit
+    def kernel(references, categorical, queries, k, indices, distances):
+        t = cuda.grid(1)
+        if t < queries.shape[0]:
+            best_d = cuda.local.array(capacity, np.float64)
+            best_i = cuda.local.array(capacity, np.int64)
+            for slot in range(k):
+                best_d[slot] = np.inf
+                best_i[slot] = references.shape[0]
+            nearest_mixed_scan(references, 0, references.shape[0], categorical, queries, t, k,
+                               best_d, best_i)  # fmt: skip
+            for slot in range(k):
+                indices[t, slot] = best_i[slot]
+                distances[t, slot] = best_d[slot]
+
+    return kernel
+
+
 def capacity_for(k: int) -> int:
     """The smallest compiled top-k capacity holding ``k`` neighbours."""
     for capacity in K_CAPACITIES:
@@ -180,3 +210,16 @@ def nearest_others(backend, points, k: int, rows=None):
     if rows is None:
         return tree.to_caller_order(indices), tree.to_caller_order(squared)
     return indices, squared
+
+
+def nearest_mixed(backend, references, categorical, queries, k: int):
+    """``cpu_kernels.nearest_mixed`` on the device: each query's k nearest references by the
+    mixed-type distance, ordered by (distance, index)."""
+    xp = backend.xp
+    references = xp.ascontiguousarray(references, dtype=xp.float64)
+    queries = xp.ascontiguousarray(queries, dtype=xp.float64)
+    indices = xp.empty((queries.shape[0], k), dtype=xp.int64)
+    distances = xp.empty((queries.shape[0], k), dtype=xp.float64)
+    _launch(backend, _mixed_kernel(capacity_for(k)), queries.shape[0], references,
+            xp.asarray(categorical, dtype=xp.bool_), queries, k, indices, distances)
+    return indices, distances

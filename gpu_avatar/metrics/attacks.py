@@ -17,8 +17,9 @@ this library's arrays and exact neighbour engines, on every row rather than a sa
   relatively (numbers).
 
 Distances are anonymeter's mixed-type (Gower-like) distance: per number ``|a - b|`` over the
-column's range, per category 0 when equal and 1 otherwise; a missing value equals a missing
-value and is at least 1 (a whole range) from any present one.
+column's range (over the attacked rows and the avatars), per category 0 when equal and 1
+otherwise; a missing value is at 0 from a missing value and at 1 (a whole range) from any
+present one (``neighbours/references.py``, exact, ties to the lower avatar index).
 
 Each attack also runs against the holdout (people not in the release) and as a random guess
 (the baseline). With success rates estimated by Wilson score intervals, the risk is
@@ -210,34 +211,22 @@ def _unique_rows(values: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ mixed-type distance
-def _mixed_space(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray):
-    """Coordinates whose city-block distance is the mixed-type distance (module docstring):
-    numbers over their range across both tables, categories one-hot at 1/2, missing values
-    as an indicator at 1."""
+def _scaled(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray):
+    """Both tables with each number divided by its column's range over the two (anonymeter:
+    a difference is then at most 1, as between two categories); codes unchanged."""
     both = np.vstack([attacked, avatars])
-    blocks = []
-    for j in range(both.shape[1]):
-        column = both[:, j]
-        missing = np.isnan(column)
-        if categorical[j]:
-            codes = np.where(missing, -1, column)
-            levels = np.unique(codes)
-            blocks.append(0.5 * (codes[:, None] == levels[None, :]))
-            continue
-        present = column[~missing]
-        span = float(present.max() - present.min()) if present.size else 0.0
-        blocks.append(np.where(missing, 0.0, column / (span or 1.0))[:, None])
-        if missing.any():
-            blocks.append(missing[:, None].astype(np.float64))
-    space = np.hstack(blocks)
-    return space[: len(attacked)], space[len(attacked):]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+        span = np.nanmax(both, axis=0) - np.nanmin(both, axis=0)
+    span = np.where(categorical | ~np.isfinite(span) | (span == 0), 1.0, span)
+    return attacked / span, avatars / span
 
 
 def _nearest_avatars(attacked, avatars, columns, values: _Values, k, backend: Backend):
     """Indices (n, k) of each attacked row's k nearest avatars on ``columns``."""
-    queries, references = _mixed_space(attacked[:, columns], avatars[:, columns],
-                                       values.categorical[columns])
-    indices, _ = nearest_references(queries, references, k, backend)
+    categorical = values.categorical[columns]
+    queries, references = _scaled(attacked[:, columns], avatars[:, columns], categorical)
+    indices, _ = nearest_references(queries, references, categorical, k, backend)
     return backend.to_numpy(indices)
 
 

@@ -247,40 +247,34 @@ def _nearest_by_ball(points: np.ndarray, rows: np.ndarray, k: int, bound: np.nda
 
 # ------------------------------------------------------------------------ brute force
 def _brute(points, k: int, backend: Backend):
-    """Exhaustive top-k of every point among the others, tile by tile."""
-    return brute_top_k(points, points, k, backend, pairwise_squared, exclude_own=True)
-
-
-def brute_top_k(queries, references, k: int, backend: Backend, pairwise, exclude_own=False):
-    """Each query's k nearest references by ``pairwise`` distance, ordered by (distance,
-    index), tile by tile (array code on either backend); ``exclude_own``: query i is
-    reference i and is left out."""
+    """Exhaustive top-k of every point, tile by tile (array code on either backend)."""
     xp = backend.xp
-    n, dim = references.shape
+    n, dim = points.shape
+    rows = xp.arange(n)
     query_tile = 1024
     ref_tile = _reference_tile(backend, query_tile, dim, k, n)
-    indices = xp.empty((queries.shape[0], k), dtype=xp.int64)
-    distances = xp.empty((queries.shape[0], k), dtype=xp.float64)
-    for q0 in range(0, queries.shape[0], query_tile):
-        query_rows = xp.arange(q0, min(q0 + query_tile, queries.shape[0]))
-        best_d = xp.full((query_rows.shape[0], 0), xp.inf)
+    indices = xp.empty((rows.shape[0], k), dtype=xp.int64)
+    squared = xp.empty((rows.shape[0], k), dtype=xp.float64)
+    for q0 in range(0, rows.shape[0], query_tile):
+        query_rows = rows[q0 : q0 + query_tile]
+        queries = points[query_rows]
+        best_d2 = xp.full((query_rows.shape[0], 0), xp.inf)
         best_idx = xp.zeros((query_rows.shape[0], 0), dtype=xp.int64)
         for r0 in range(0, n, ref_tile):
             r1 = min(r0 + ref_tile, n)
-            d = pairwise(queries[q0 : q0 + query_tile], references[r0:r1], xp)
-            idx = xp.broadcast_to(xp.arange(r0, r1)[None, :], d.shape)
-            if exclude_own:
-                d = xp.where(idx == query_rows[:, None], xp.inf, d)
+            d2 = pairwise_squared(queries, points[r0:r1], xp)
+            idx = xp.broadcast_to(xp.arange(r0, r1)[None, :], d2.shape)
+            d2 = xp.where(idx == query_rows[:, None], xp.inf, d2)
             # Running best first (all lower indices, sorted by (d, idx)), then the tile in
             # index order: a stable sort on distance alone keeps ties by index.
-            all_d = xp.concatenate([best_d, d], axis=1)
+            all_d2 = xp.concatenate([best_d2, d2], axis=1)
             all_idx = xp.concatenate([best_idx, idx], axis=1)
-            order = xp.argsort(all_d, axis=1, kind="stable")[:, :k]
-            best_d = xp.take_along_axis(all_d, order, axis=1)
+            order = xp.argsort(all_d2, axis=1, kind="stable")[:, :k]
+            best_d2 = xp.take_along_axis(all_d2, order, axis=1)
             best_idx = xp.take_along_axis(all_idx, order, axis=1)
         indices[q0 : q0 + query_tile] = best_idx
-        distances[q0 : q0 + query_tile] = best_d
-    return indices, distances
+        squared[q0 : q0 + query_tile] = best_d2
+    return indices, squared
 
 
 def _reference_tile(backend: Backend, query_tile: int, dim: int, k: int, n: int) -> int:

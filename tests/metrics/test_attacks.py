@@ -106,7 +106,9 @@ def test_same_seed_same_risks_and_inputs_untouched(release):
 
 
 def test_gpu_risks_equal_the_cpu(gpu, release):
-    training, avatars, holdout, types = release
+    """On the GPU (the stand-in: its kernels in numba's simulator, so a small sample)."""
+    training, avatars, holdout, types = (t.head(120) if hasattr(t, "head") else t
+                                         for t in release)
     options = dict(types=types, secrets=["cd40", "arms"], seed=5, singling_out_queries=100)
     cpu = ga.attack_metrics(training, avatars, holdout, backend="cpu", **options)
     device = ga.attack_metrics(training, avatars, holdout, backend=gpu, **options)
@@ -151,18 +153,42 @@ def test_errors_name_the_argument(release):
         ga.attack_metrics(training, avatars, holdout, types=types, singling_out_modes=["x"])
 
 
-# ------------------------------------------------------------------- the L1 engine
+# ------------------------------------------------------------- the mixed-type engine
+def _mixed_oracle(queries, references, categorical):
+    """Every pair's mixed-type distance, by numpy (missing: 0 from missing, 1 from present)."""
+    a, b = queries[:, None, :], references[None, :, :]
+    gap = np.where(categorical, (a != b).astype(float), np.abs(a - b))
+    missing_a, missing_b = np.isnan(a), np.isnan(b)
+    gap = np.where(missing_a | missing_b, (missing_a ^ missing_b).astype(float), gap)
+    return gap.sum(axis=2)
+
+
 @pytest.mark.parametrize("ties", [True, False])
 def test_nearest_references_exact_with_ties_by_index(ties):
     rng = np.random.default_rng(7)
-    references = rng.integers(0, 3, size=(400, 4)) * 0.5
-    queries = rng.integers(0, 3, size=(150, 4)) * 0.5
+    categorical = np.array([True, False, True, False])
+    references = rng.integers(0, 3, size=(3000, 4)).astype(float)
+    queries = rng.integers(0, 3, size=(150, 4)).astype(float)
     if not ties:
-        references, queries = references + rng.random((400, 4)), queries + rng.random((150, 4))
-    distances = np.abs(queries[:, None, :] - references[None, :, :]).sum(axis=2)
-    order = np.lexsort((np.broadcast_to(np.arange(400), distances.shape), distances), axis=1)
-    for engine in ("kdtree", "brute"):
-        indices, found = nearest_references(queries, references, 6, CPU, engine)
-        np.testing.assert_array_equal(indices, order[:, :6], err_msg=engine)
-        np.testing.assert_allclose(found, np.take_along_axis(distances, order[:, :6], axis=1),
-                                   rtol=1e-12)
+        references[:, ~categorical] += rng.random((3000, 2))
+        queries[:, ~categorical] += rng.random((150, 2))
+    references[rng.random(references.shape) < 0.05] = np.nan
+    queries[rng.random(queries.shape) < 0.05] = np.nan
+    distances = _mixed_oracle(queries, references, categorical)
+    order = np.lexsort((np.broadcast_to(np.arange(3000), distances.shape), distances), axis=1)
+    indices, found = nearest_references(queries, references, categorical, 6, CPU)
+    np.testing.assert_array_equal(indices, order[:, :6])
+    np.testing.assert_allclose(found, np.take_along_axis(distances, order[:, :6], axis=1),
+                               rtol=1e-12)
+
+
+def test_nearest_references_on_the_gpu_equal_the_cpu(gpu):
+    rng = np.random.default_rng(3)
+    categorical = np.array([False, True, False])
+    references = np.round(rng.random((300, 3)) * 4) / 4
+    queries = np.round(rng.random((40, 3)) * 4) / 4
+    references[rng.random(references.shape) < 0.1] = np.nan
+    cpu = nearest_references(queries, references, categorical, 3, CPU)
+    device = nearest_references(queries, references, categorical, 3, gpu)
+    for got, expected in zip(device, cpu, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(got), expected)
