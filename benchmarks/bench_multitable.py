@@ -199,7 +199,8 @@ def run_gpu_avatar(
     return {
         "seconds": end - start,
         "backend": result.parameters.backend,
-        "block_size": block_size or default_block_size(len(tables["child"])),
+        "block_size": block_size or default_block_size(len(tables["child"]),
+                                                       len(tables["parent"])),
         "tables": per_table,
         "link": {
             "n_blocks": report.n_blocks,

@@ -27,7 +27,6 @@ IMPUTATIONS = ("median", "mean", "mode", "knn")
 CATEGORICAL_RULES = ("draw", "argmax")
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbour searches
 METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")  # exact distance-rank reductions
-REFERENCE_ENGINES = ("auto", "brute", "kdtree")  # exact nearest references (the attacks)
 SINGLING_OUT_MODES = ("univariate", "multivariate")
 BACKENDS = ("auto", "cpu", "gpu")
 LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")  # parent links

@@ -395,7 +395,8 @@ def make_cupy(version: str = "14.2.0") -> types.ModuleType:
 
     for name in (
         "empty", "zeros", "ones", "full", "arange", "linspace", "tril_indices", "triu_indices",
-        "where", "sqrt", "exp", "exp2", "log", "abs", "isnan", "isfinite", "minimum", "maximum",
+        "where", "sqrt", "exp", "exp2", "log", "abs", "isnan", "isinf", "isfinite", "minimum",
+        "maximum",
         "clip", "concatenate", "stack", "take_along_axis", "partition", "diagonal",
         "broadcast_to", "nonzero", "flatnonzero", "unique", "searchsorted", "add", "subtract",
         "multiply", "true_divide", "divide", "less", "less_equal", "greater", "greater_equal",

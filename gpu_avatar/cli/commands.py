@@ -30,12 +30,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import __version__
 from ..encoding import IDENTIFIER
 from ..errors import AvatarError, GpuAvatarError, import_extra
 from ..metrics.attacks import SINGLING_OUT_QUERIES
+from ..metrics.checks import check_same_table
 from ..parameters import (
     ADVICE_CANDIDATES,
     BACKENDS,
@@ -51,6 +53,7 @@ from ..sql.write import IF_EXISTS
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
+ATTACK_STREAM = 0xA77AC  # avatarize --holdout: the attacks' seed is [run seed, this]
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -395,6 +398,10 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
         df = read_table(args.input, sep=args.sep)
+        holdout = None
+        if args.holdout:  # read and checked before the work
+            holdout = _cast_like(df, read_table(args.holdout, sep=args.sep))
+            check_same_table(df, holdout, f"--holdout {args.holdout}", same_rows=False)
     types = column_types(df, args)
     settings = _settings(args)
     advice = None
@@ -421,11 +428,11 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         with steps.step("privacy metrics"):
             privacy = result.privacy_metrics(**_privacy_options(args))
         attacks = None
-        if args.holdout:
-            with steps.step("attacks"):
-                holdout = _cast_like(df, read_table(args.holdout, sep=args.sep))
+        if holdout is not None:
+            with steps.step("attacks"):  # the run's seed, another stream than the avatars'
+                seed = np.random.SeedSequence([result.seed, ATTACK_STREAM])
                 attacks = ga.attack_metrics(df, result.avatars, holdout, types=types,
-                                            seed=result.seed, backend=args.backend)
+                                            seed=seed, backend=args.backend)
             _say(_attacks_line(attacks))
         write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
                      advice=advice, attacks=attacks, language=args.language,

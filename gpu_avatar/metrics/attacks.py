@@ -21,6 +21,14 @@ column's range (over the attacked rows and the avatars), per category 0 when equ
 otherwise; a missing value is at 0 from a missing value and at 1 (a whole range) from any
 present one (``neighbours/references.py``, exact, ties to the lower avatar index).
 
+Where this differs from anonymeter 1.1.0, on purpose: two missing values count as equal
+(anonymeter adds 1, and ranks a number missing against a present one last); the singling-out
+rate is over the queries found (anonymeter divides by the number asked for, which lowers the
+risk when fewer are found); a number is guessed within the tolerance of ``|guess|`` (anonymeter
+divides by the signed guess, so every negative guess counts as right); datetimes and
+timedeltas are guessed exactly (anonymeter: exact for every non-numeric column, which they
+are in pandas), as a 5 % tolerance on seconds since 1970 would be years.
+
 Each attack also runs against the holdout (people not in the release) and as a random guess
 (the baseline). With success rates estimated by Wilson score intervals, the risk is
 ``(attack - holdout) / (1 - holdout)`` bounded to [0, 1], with its error propagated to a
@@ -118,7 +126,6 @@ class AttackResult:
     risk: float
     risk_low: float
     risk_high: float
-    baseline_risk: float
     confidence_level: float
 
     @property
@@ -167,7 +174,7 @@ def _result(attack: str, secret: Any, n: int, success: float, n_control: int,
         n_control_attacks=n_control, n_control_success=control, n_baseline_success=baseline,
         attack_rate=attack_rate[0], control_rate=control_rate[0],
         baseline_rate=baseline_rate[0], risk=risk, risk_low=low, risk_high=high,
-        baseline_risk=_bounded(*baseline_rate)[0], confidence_level=confidence,
+        confidence_level=confidence,
     )  # fmt: skip
 
 
@@ -181,6 +188,7 @@ class _Values:
     avatars: np.ndarray
     holdout: np.ndarray
     categorical: np.ndarray  # per variable
+    exact: np.ndarray  # per variable: guessed exactly (categories, datetimes, timedeltas)
     variables: list[Any]
 
 
@@ -202,7 +210,9 @@ def _values(original, avatars, holdout, variables, types) -> _Values:
         return np.column_stack(columns) if columns else np.empty((len(df), 0))
 
     categorical = np.array([encoder.specs_[c].kind == CATEGORICAL for c in variables])
-    return _Values(*(matrix(df) for df in frames), categorical, list(variables))
+    times = np.array([encoder.specs_[c].time_unit is not None for c in variables])
+    return _Values(*(matrix(df) for df in frames), categorical, categorical | times,
+                   list(variables))
 
 
 def _unique_rows(values: np.ndarray) -> np.ndarray:
@@ -349,22 +359,17 @@ def _record_queries(avatars, categorical, n_columns: int, size: int, rng) -> _Qu
 def _random_queries(avatars, categorical, n_columns: int, size: int, rng) -> _Queries:
     """The baseline: random columns, each with a random avatar value and operator."""
     columns = np.argsort(rng.random((size, avatars.shape[1])), axis=1)[:, :n_columns]
-    levels = [np.unique(avatars[:, j]) for j in range(avatars.shape[1])]  # NaN last, once
+    levels = [np.unique(avatars[:, j]) for j in range(avatars.shape[1])]  # NaN once, last
     values = np.empty(columns.shape)
     operators = np.empty(columns.shape, dtype=np.int64)
     for i, j in np.ndindex(columns.shape):
         column = columns[i, j]
-        values[i, j] = rng.choice(_with_one_nan(levels[column]))
+        values[i, j] = rng.choice(levels[column])
         choices = _CATEGORY_OPERATORS if categorical[column] else _NUMBER_OPERATORS
         operators[i, j] = rng.choice(choices)
     gap = np.isnan(values)
     operators[gap] = np.where(operators[gap] == EQ, ISNULL, NOTNULL)
     return _Queries(columns, operators, values)
-
-
-def _with_one_nan(levels: np.ndarray) -> np.ndarray:
-    nan = np.isnan(levels)
-    return np.concatenate([levels[~nan], levels[nan][:1]])
 
 
 def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_attempts,
@@ -379,8 +384,9 @@ def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_
         batches = [candidates.take(slice(s, s + _QUERY_BATCH))
                    for s in range(0, len(candidates), _QUERY_BATCH)]
     else:
-        batches = (_record_queries(avatars, categorical, n_columns, _QUERY_BATCH, rng)
-                   for _ in range(math.ceil(max_attempts / _QUERY_BATCH)))
+        batches = (_record_queries(avatars, categorical, n_columns,
+                                   min(_QUERY_BATCH, max_attempts - start), rng)
+                   for start in range(0, max_attempts, _QUERY_BATCH))
     for batch in batches:
         singles = batch.take(count_matches(table, batch, backend, cap=2) == 1)
         singles = singles.take(_distinct(singles, seen))
@@ -465,7 +471,10 @@ def _linked(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def _random_neighbours(n: int, n_avatars: int, k: int, rng) -> np.ndarray:
-    """k distinct random avatars per row."""
+    """k distinct random avatars per row (redrawing rows with a repeat while repeats are rare,
+    one draw without replacement per row otherwise)."""
+    if k * k > n_avatars:
+        return np.array([rng.choice(n_avatars, size=k, replace=False) for _ in range(n)])
     picks = rng.integers(0, n_avatars, size=(n, k))
     while k > 1:
         ordered = np.sort(picks, axis=1)
@@ -491,12 +500,13 @@ def _linkability(values: _Values, halves, n_neighbours, confidence, backend, rng
 
 
 # ---------------------------------------------------------------------------- inference
-def guessed(guesses: np.ndarray, secrets: np.ndarray, categorical: bool) -> np.ndarray:
-    """Which guesses are right: equal for a category, within ``INFERENCE_TOLERANCE`` of the
-    guess (relatively) for a number; a missing guess of a missing secret is right."""
+def guessed(guesses: np.ndarray, secrets: np.ndarray, exact: bool) -> np.ndarray:
+    """Which guesses are right: equal (``exact``: categories, datetimes) or within
+    ``INFERENCE_TOLERANCE`` of the guess, relatively (numbers); a missing guess of a missing
+    secret is right."""
     both_missing = np.isnan(guesses) & np.isnan(secrets)
     with np.errstate(invalid="ignore"):
-        if categorical:
+        if exact:
             right = guesses == secrets
         else:
             right = np.abs(guesses - secrets) <= INFERENCE_TOLERANCE * (np.abs(guesses) + 1e-12)
@@ -505,17 +515,16 @@ def guessed(guesses: np.ndarray, secrets: np.ndarray, categorical: bool) -> np.n
 
 def _inference(values: _Values, secret: int, confidence, backend, rng) -> AttackResult:
     others = np.array([j for j in range(len(values.variables)) if j != secret])
-    categorical = bool(values.categorical[secret])
+    exact = bool(values.exact[secret])
 
     def successes(attacked):
         nearest = _nearest_avatars(attacked, values.avatars, others, values, 1, backend)[:, 0]
-        return int(guessed(values.avatars[nearest, secret], attacked[:, secret],
-                           categorical).sum())
+        return int(guessed(values.avatars[nearest, secret], attacked[:, secret], exact).sum())
 
     n = len(values.original)
     random_avatars = rng.integers(0, len(values.avatars), size=n)
     baseline = int(guessed(values.avatars[random_avatars, secret], values.original[:, secret],
-                           categorical).sum())
+                           exact).sum())
     return _result("inference", values.variables[secret], n, successes(values.original),
                    len(values.holdout), successes(values.holdout), baseline, confidence)
 
@@ -562,8 +571,9 @@ def attack_metrics(
             f"others), got {variables}"
         )
     secret_names = check_variables(original, secrets, "secrets") or variables
-    if any(name not in variables for name in secret_names):
-        raise AvatarError(f"secrets cannot be identifier column(s): {secret_names}")
+    identifiers = [name for name in secret_names if name not in variables]
+    if identifiers:
+        raise AvatarError(f"secrets cannot be identifier column(s): {identifiers}")
     halves = _linkability_halves(original, variables, linkability_columns)
     modes = [singling_out_modes] if isinstance(singling_out_modes, str) else list(
         singling_out_modes)
@@ -577,6 +587,10 @@ def attack_metrics(
     if not 0.0 < confidence < 1.0:
         raise AvatarError(f"confidence_level must be strictly between 0 and 1, got {confidence}")
     backend = resolve_backend(backend)
+    if backend.is_gpu:
+        from ..backend.cuda_kernels import MAX_K
+
+        n_neighbours = check_integer("n_neighbours", n_neighbours, 1, MAX_K)  # the GPU scan's
 
     values = _values(original, avatars, holdout, variables, types)
     position = {c: j for j, c in enumerate(variables)}

@@ -53,13 +53,13 @@ def check_same_table(
     if recast:
         other = other.astype({c: _text_dtype(original[c]) for c in recast})
     if len(other) == 0:
-        raise AvatarError(f"{other_name} has no rows; give the avatars of the original table")
+        raise AvatarError(f"{other_name} has no rows; give rows of the original table's kind")
     floats = [c for c in original.columns if pd.api.types.is_float_dtype(other[c].dtype)]
     infinite = [c for c in floats if np.isinf(other[c].to_numpy(float, na_value=np.nan)).any()]
     if infinite:
         raise AvatarError(
             f"{other_name} column(s) {infinite} hold infinite values, which no metric can "
-            "place; avatars never do: pass the avatars gpu_avatar returned"
+            "place (avatars never do): replace them, or pass the avatars gpu_avatar returned"
         )
     if same_rows and len(other) != len(original):
         raise AvatarError(

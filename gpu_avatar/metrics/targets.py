@@ -26,10 +26,11 @@ class Target:
     better: str
     threshold: float | None = None
 
-    def text(self) -> str:
+    def text(self, number=lambda value: f"{value:g}", report: str = "report") -> str:
+        """``"> 90"``, ``"< 0.1"`` or ``report``; ``number`` writes the threshold."""
         if self.threshold is None:
-            return "report"
-        return f"{'>' if self.better == HIGHER else '<'} {self.threshold:g}"
+            return report
+        return f"{'>' if self.better == HIGHER else '<'} {number(self.threshold)}"
 
     def passed(self, value: Any) -> bool | None:
         """Whether ``value`` passes the target; None without a target or a value."""

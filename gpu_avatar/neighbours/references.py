@@ -24,11 +24,23 @@ def nearest_references(queries, references, categorical, k: int, backend: Backen
     nearest references, as backend arrays; ``categorical`` flags the code columns."""
     check_integer("k", k, 1, references.shape[0])
     categorical = np.asarray(categorical, dtype=bool)
+    if not queries.shape[1] == references.shape[1] == categorical.shape[0]:
+        raise AvatarError(
+            f"queries ({queries.shape[1]}), references ({references.shape[1]}) and categorical "
+            f"({categorical.shape[0]}) must have the same number of columns"
+        )
+    xp = backend.xp
+    queries = backend.asarray(queries, dtype=np.float64)
+    references = backend.asarray(references, dtype=np.float64)
+    if bool(xp.isinf(queries).any()) or bool(xp.isinf(references).any()):
+        raise AvatarError("infinite values have no distance: replace them before the search")
     if backend.is_gpu:
         from ..backend import cuda_kernels
 
-        return cuda_kernels.nearest_mixed(backend, backend.asarray(references), categorical,
-                                          backend.asarray(queries), k)
+        if k > cuda_kernels.MAX_K:
+            raise AvatarError(f"the GPU scan keeps at most {cuda_kernels.MAX_K} neighbours, got "
+                              f"k = {k}: use backend='cpu'")
+        return cuda_kernels.nearest_mixed(backend, references, categorical, queries, k)
     if not numba_available():
         raise AvatarError("the attacks' neighbour scan is compiled by numba, which gpu_avatar "
                           "depends on but cannot import here: pip install numba")

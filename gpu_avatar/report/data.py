@@ -46,7 +46,7 @@ ATTACK_DESCRIPTIONS = {
     "linkability": "the attacker holds two sets of columns of the same people and links them "
     "through their nearest avatars; success: both halves lead to the same avatar",
     "inference": "the attacker knows every other column and reads the secret off the nearest "
-    "avatar; success: the right category, or a number within 5 % of the guess",
+    "avatar; success: the right category, or a number within {tolerance} % of the guess",
 }
 PRIVACY_SCENARIO_COLUMNS = [
     "hidden_rate", "local_cloaking", "distance_to_closest", "closest_distances_ratio",

@@ -62,7 +62,8 @@ FRENCH: dict[str, str] = {
     "avatar synthétique ; les métriques ci-dessous les comparent.",
     # verdicts and common words
     "pass": "conforme", "fail": "non conforme", "FAIL": "NON CONFORME",
-    "report only": "pour information", "not computed": "non calculé", "none": "aucune",
+    "report only": "pour information", "report": "pour information",
+    "[{low}, {high}]": "[{low} ; {high}]", "not computed": "non calculé", "none": "aucune",
     "yes": "oui", "no": "non", " and ": " et ", "total": "total",
     "all targets": "tous les objectifs",
     # table part
@@ -227,9 +228,10 @@ FRENCH: dict[str, str] = {
     "l'attaquant détient deux ensembles de colonnes des mêmes personnes et les relie par leurs "
     "avatars les plus proches ; succès : les deux moitiés mènent au même avatar",
     "the attacker knows every other column and reads the secret off the nearest avatar; "
-    "success: the right category, or a number within 5 % of the guess":
+    "success: the right category, or a number within {tolerance} % of the guess":
     "l'attaquant connaît toutes les autres colonnes et lit le secret sur l'avatar le plus "
-    "proche ; succès : la bonne catégorie, ou un nombre à 5 % près de la valeur devinée",
+    "proche ; succès : la bonne catégorie, ou un nombre à {tolerance} % près de la valeur "
+    "devinée",
     # database part
     "{tables} tables, {links} links; privacy summary: {passed} of {cells} cells pass.":
     "{tables} tables, {links} liens ; synthèse de confidentialité : {passed} cellules "

@@ -20,7 +20,8 @@ import pandas as pd
 from ..backend import to_pandas
 from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
 from ..metrics import AttackMetrics, PrivacyMetrics, SignalMetrics
-from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
+from ..metrics.attacks import INFERENCE_TOLERANCE
+from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS, TARGETS, Target
 from ..progress import ProgressLike, Steps
 from .data import (
     ATTACK_DESCRIPTIONS,
@@ -53,6 +54,11 @@ def _verdict(passed: Any, tr: Translator, computed: bool = True) -> Cell:
     return Cell(tr("report only"), "none")
 
 
+def _target_text(target: Target, tr: Translator) -> str:
+    """``Target.text()`` in the report's language."""
+    return target.text(lambda value: tr.number(value, "g"), tr("report"))
+
+
 def _text(value: Any, tr: Translator) -> str:
     if isinstance(value, Mapping):
         return ", ".join(f"{k}: {v}" for k, v in value.items()) or tr("none")
@@ -64,7 +70,8 @@ def _metrics_table(frame: pd.DataFrame, descriptions: Mapping[str, str], tr: Tra
     for metric, row in frame.iterrows():
         computed = bool(np.isfinite(row["value"]))
         rows.append([
-            Cell(str(metric), "code"), Cell(tr.number(row["value"])), Cell(row["target"]),
+            Cell(str(metric), "code"), Cell(tr.number(row["value"])),
+            Cell(_target_text(TARGETS[metric], tr)),
             _verdict(row["passed"], tr, computed), Cell(tr(descriptions.get(metric, ""))),
         ])
     headers = [tr("metric"), tr("value"), tr("target"), tr("result"), tr("definition")]
@@ -272,7 +279,8 @@ def advice_blocks(advice: Any, tr: Translator) -> list:
         verdict = tr("No candidate meets every privacy target. Try a larger k, more projection "
                      "axes (ncp), column weights that lower identifying columns, or fewer "
                      "modalities (group rare categories).")
-    targets = ", ".join(f"{name} {target.text()}" for name, target in advice.targets.items()
+    targets = ", ".join(f"{name} {_target_text(target, tr)}"
+                        for name, target in advice.targets.items()
                         if target.threshold is not None)
     return [
         Text(verdict, "lead"),
@@ -289,18 +297,22 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
         name = result.attack if result.secret is None else f"{result.attack} ({result.secret})"
         rows.append([
             Cell(name, "code"), Cell(tr.number(result.risk, ".3f")),
-            Cell(f"[{tr.number(result.risk_low, '.3f')}, {tr.number(result.risk_high, '.3f')}]"),
+            Cell(tr("[{low}, {high}]", low=tr.number(result.risk_low, ".3f"),
+                    high=tr.number(result.risk_high, ".3f"))),
             Cell(tr.number(result.attack_rate, ".3f")), Cell(tr.number(result.control_rate, ".3f")),
             Cell(tr.number(result.baseline_rate, ".3f")), Cell(str(result.n_attacks)),
             Cell(tr("measurable risk"), "fail") if result.measurable
             else Cell(tr("no measurable risk"), "pass"),
         ])
     confidence = attacks.results[0].confidence_level if attacks.results else 0.95
-    headers = [tr("attack"), tr("risk"), tr("{level} % interval", level=f"{100 * confidence:g}"),
+    tolerance = tr.number(100 * INFERENCE_TOLERANCE, "g")
+    level = tr.number(100 * confidence, "g")
+    headers = [tr("attack"), tr("risk"), tr("{level} % interval", level=level),
                tr("attack success"), tr("holdout success"), tr("random guess"), tr("attacks"),
                tr("result")]
     definitions = _two_columns([tr("attack"), tr("definition")],
-                               [[Cell(k, "code"), tr(v)] for k, v in ATTACK_DESCRIPTIONS.items()])
+                               [[Cell(k, "code"), tr(v, tolerance=tolerance)]
+                                for k, v in ATTACK_DESCRIPTIONS.items()])
     return [
         Text(tr("Attacks by an adversary who holds the release and some of a person's values "
                 "(Giomi et al., PETS 2023, as in anonymeter). Risk = (success on the originals - "
@@ -348,7 +360,7 @@ def _summary_matrix(summary: pd.DataFrame, result: Any, tr: Translator) -> list:
             row_cells.append(Cell(text, "cell-pass" if cell["passed"] else "cell-fail"))
         rows.append(row_cells)
     rule = tr(" and ").join(
-        f"{name.replace('_', ' ')} {PRIVACY_TARGETS[name].text()}" for name in SUMMARY_METRICS
+        f"{name} {_target_text(PRIVACY_TARGETS[name], tr)}" for name in SUMMARY_METRICS
     )
     return [
         Table([tr("individual-level table"), *tables], rows, row_headers=True),
@@ -457,7 +469,7 @@ def _database_part(
             ncp=run.parameters.ncp, parameters=parameters, timings=run.timings,
             privacy=standalone(privacy, table), signal=standalone(signal, table),
             individual_level=db.is_individual_level(table), backend=result.parameters.backend,
-            slug=f"{part.slug}-{slugify(table)}", level=level + 1,
+            slug=f"{part.slug}-table-{slugify(table)}", level=level + 2,
         ))
     part.section("tables", tr("Tables"), *parts)
     part.lead = tr("{tables} tables, {links} links; privacy summary: {passed} of {cells} cells "

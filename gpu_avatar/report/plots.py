@@ -148,7 +148,7 @@ def distributions_plot(
                             ha="right", fontsize=7)
         title = str(column)
         if str(column) in hellinger:
-            title += f"  (H = {hellinger[str(column)]:.2f})"
+            title += f"  (H = {tr.number(hellinger[str(column)], '.2f')})"
         axes.set_title(title, fontsize=9)
         axes.tick_params(labelsize=7)
     handles, labels = figure.axes[0].get_legend_handles_labels()

@@ -154,3 +154,40 @@ def test_inconsistent_counts_and_bad_block_size_are_refused():
         assign_linear_sum(children, parents, counts - np.eye(1, 30, int(counts.argmax()), int))
     with pytest.raises(AvatarError, match="block_size"):
         assign_linear_sum(children, parents, counts, block_size=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_transportation_solver_reaches_the_dense_optimum(seed):
+    """Few parents with many children each (the transportation solver's case), ties included
+    (rounded coordinates): the same total distance as the dense assignment of the slots,
+    every parent receiving exactly its count."""
+    from gpu_avatar.backend.cpu_kernels import transport
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(50, 600)), int(rng.integers(1, 40))
+    children, parents = rng.normal(size=(n, 3)), rng.normal(size=(m, 3))
+    if seed % 2:
+        children, parents = np.round(children), np.round(parents)
+    counts = np.bincount(rng.integers(0, m, n), minlength=m)
+    cost = cdist(children, parents)
+    parent = transport(cost, counts)
+    np.testing.assert_array_equal(np.bincount(parent, minlength=m), counts)
+    assert cost[np.arange(n), parent].sum() == pytest.approx(
+        exact_cost(children, parents, counts), rel=1e-12)
+
+
+def test_blocked_transportation_is_exact_per_block_and_lowers_the_total():
+    """Children gathered around few parents (the bench_multitable shape): blocks of the
+    transportation solver give each block's optimum, and larger blocks a lower total."""
+    rng = np.random.default_rng(4)
+    parents = rng.normal(size=(60, 4))
+    children = parents[rng.integers(0, 60, 6000)] + 0.5 * rng.normal(size=(6000, 4))
+    counts = np.bincount(rng.integers(0, 60, 6000), minlength=60)
+    small = assign_linear_sum(children, parents, counts, block_size=750)
+    large = assign_linear_sum(children, parents, counts)  # the default: 4000-child blocks
+    assert small.n_blocks == 8 and large.n_blocks == 2
+    for result in (small, large):
+        np.testing.assert_array_equal(np.bincount(result.parent, minlength=60), counts)
+        assert assignment_cost(children, parents, result.parent) == pytest.approx(
+            result.total_cost, rel=1e-9)
+    assert large.total_cost < small.total_cost

@@ -61,7 +61,7 @@ def test_report_has_every_section_and_plot(demo_output):
     assert top_level == DATABASE_SECTIONS
     for table in ("patient", "doctor", "visit"):
         anchors = [kind for kind, anchor in parsed.sections
-                   if anchor.startswith(f"{database}-{table}-")]
+                   if anchor.startswith(f"{database}-table-{table}-")]
         assert anchors == TABLE_SECTIONS, table
     # AIDS: 4 plots; links: 2 histograms; patient, doctor: projection, distributions, (patient:
     # correlations), local cloaking; visit (not individual-level, no continuous pair): 2.
