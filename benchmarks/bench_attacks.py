@@ -88,8 +88,8 @@ def run_anonymeter(python: str, n_rows: int, seed: int) -> tuple[float, dict[str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000, 30_000])
-    parser.add_argument("--anonymeter-max-rows", type=int, default=30_000,
-                        help="run anonymeter up to this size (default 30,000)")
+    parser.add_argument("--anonymeter-max-rows", type=int, default=10_000,
+                        help="run anonymeter up to this size (default 10,000)")
     parser.add_argument("--anonymeter-python", default=str(REPO / ".venv-anonymeter" / "bin" /
                                                            "python"))
     parser.add_argument("--seed", type=int, default=0)
