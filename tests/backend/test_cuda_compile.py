@@ -37,6 +37,7 @@ kernels = {
 }
 for capacity in ck.K_CAPACITIES:
     kernels[f"knn {capacity}"] = (ck._knn_kernel(capacity), tree + (i1, nt.int64, i2, f2))
+    kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity), (f2, b1, f2, nt.int64, i2, f2))
 report = {}
 for name, (kernel, signature) in kernels.items():
     ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
@@ -78,7 +79,8 @@ def compiled() -> dict:
 
 
 def test_every_kernel_compiles_for_sm_90_without_spills(compiled):
-    assert set(compiled) == {"rank", "two nearest", "knn 16", "knn 32", "knn 64", "knn 128"}
+    assert set(compiled) == {"rank", "two nearest"} | {
+        f"{kind} {capacity}" for kind in ("knn", "mixed") for capacity in (16, 32, 64, 128)}
     for name, kernel in compiled.items():
         assert kernel["sm_90"], name
         assert kernel["spill_stores"] == kernel["spill_loads"] == 0, (name, kernel)
@@ -96,6 +98,9 @@ def test_the_memory_estimate_covers_every_kernels_local_memory(compiled):
 
 def test_pair_distances_use_round_to_nearest_operations(compiled):
     """``exact_sub``/``exact_mul``/``exact_add`` become ``add.rn``/``mul.rn``: PTX that the
-    assembler may not fuse, so the device computes every pair as the CPU does."""
+    assembler may not fuse, so the device computes every pair as the CPU does (the mixed-type
+    distance has no multiplication)."""
     for name, kernel in compiled.items():
-        assert kernel["exact_multiplies"] >= 1 and kernel["exact_adds"] >= 2, (name, kernel)
+        multiplies = 0 if name.startswith("mixed") else 1
+        assert kernel["exact_multiplies"] >= multiplies, (name, kernel)
+        assert kernel["exact_adds"] >= 2, (name, kernel)
