@@ -227,6 +227,21 @@ def environment_lines(packages: Sequence[str]) -> list[str]:
     ]
 
 
+def print_tables(caption: str, headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                 markdown: bool, packages: Sequence[str]) -> None:
+    """The results: a caption and a text table, then (``markdown``) the Markdown table and the
+    environment lines RESULTS.md records."""
+    print()
+    print(caption)
+    print()
+    print(text_table(headers, rows))
+    if markdown:
+        print()
+        print(markdown_table(headers, rows))
+        print()
+        print("\n".join(environment_lines(packages)))
+
+
 def run_and_record(
     results: dict, key: tuple[int, str], width: int, run: Callable[..., Measurement], *args: Any
 ) -> None:

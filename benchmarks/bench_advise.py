@@ -18,13 +18,7 @@ import time
 from typing import Any
 
 import pandas as pd
-from _common import (
-    environment_lines,
-    make_mixed_table,
-    markdown_table,
-    measure_isolated,
-    text_table,
-)
+from _common import make_mixed_table, measure_isolated, print_tables
 
 from gpu_avatar.metrics.targets import PRIVACY_TARGETS
 from gpu_avatar.parameters import ADVICE_CANDIDATES
@@ -94,17 +88,11 @@ def main(argv: list[str] | None = None) -> None:
         rows.append([f"{n:,}", f"avatarize + metrics x {len(args.candidates)}",
                      f"{loop.seconds:.2f}", f"{loop.peak_mb:,.0f}", f"{loop.seconds / one:.1f}",
                      "-", "-"])
-    print()
-    print(f"Advice over k = {args.candidates}, ncp = {args.ncp}, seed = {args.seed}, mixed table "
-          "(10 continuous + 10 categorical columns); 'x one call': seconds / one avatarize + "
-          "privacy_metrics call at k = 20 (target for the sweep at 10^5 rows: <= 5)")
-    print()
-    print(text_table(headers, rows))
-    if args.markdown:
-        print()
-        print(markdown_table(headers, rows))
-        print()
-        print("\n".join(environment_lines(["gpu_avatar", "numpy", "pandas", "numba"])))
+    print_tables(f"Advice over k = {args.candidates}, ncp = {args.ncp}, seed = {args.seed}, "
+                 "mixed table (10 continuous + 10 categorical columns); 'x one call': seconds / "
+                 "one avatarize + privacy_metrics call at k = 20 (target for the sweep at 10^5 "
+                 "rows: <= 5)", headers, rows, args.markdown,
+                 ["gpu_avatar", "numpy", "pandas", "numba"])
 
 
 if __name__ == "__main__":

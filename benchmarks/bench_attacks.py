@@ -27,13 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import (
-    environment_lines,
-    make_mixed_table,
-    markdown_table,
-    measure_isolated,
-    text_table,
-)
+from _common import make_mixed_table, measure_isolated, print_tables
 
 REPO = Path(__file__).resolve().parents[1]
 ORACLE = REPO / "tests" / "metrics" / "anonymeter_oracle.py"
@@ -115,16 +109,9 @@ def main(argv: list[str] | None = None) -> None:
                          f"{seconds:.2f}", "-", "-", "-"])
         rows.append([f"{n:,}", "ga.attack_metrics", f"{n_training:,} + {n - n_training:,}",
                      f"{ours.seconds:.2f}", f"{ours.peak_mb:,.0f}", gap, overlap])
-    print()
-    print(f"Singling out (2 modes, {QUERIES} queries), linkability, inference of {SECRETS}; "
-          "'rows attacked': training + holdout rows")
-    print()
-    print(text_table(headers, rows))
-    if args.markdown:
-        print()
-        print(markdown_table(headers, rows))
-        print()
-        print("\n".join(environment_lines(["gpu_avatar", "numpy", "scipy", "pandas"])))
+    print_tables(f"Singling out (2 modes, {QUERIES} queries), linkability, inference of "
+                 f"{SECRETS}; 'rows attacked': training + holdout rows", headers, rows,
+                 args.markdown, ["gpu_avatar", "numpy", "scipy", "pandas"])
 
 
 if __name__ == "__main__":

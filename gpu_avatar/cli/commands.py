@@ -151,6 +151,10 @@ def _add_types(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--categorical-max-distinct", type=int, metavar="N",
                         help="numeric columns with at most N distinct values are categorical "
                         "(the Avatar paper uses 10); --types wins")
+    _add_sep(parser)
+
+
+def _add_sep(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
 
 
@@ -314,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--fraction", type=float, default=0.2,
                          help="share of the rows held out (default 0.2)")
     command.add_argument("--seed", type=int, help="seed for a reproducible split")
-    command.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
+    _add_sep(command)
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_split)
 

@@ -49,7 +49,7 @@ import pandas as pd
 from ..backend import Backend, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError, AvatarTypeError
-from ..neighbours.references import nearest_references
+from ..neighbours.references import most_references, nearest_references
 from ..parameters import (
     SINGLING_OUT_MODES,
     check_choice,
@@ -188,8 +188,13 @@ class _Values:
     avatars: np.ndarray
     holdout: np.ndarray
     categorical: np.ndarray  # per variable
-    exact: np.ndarray  # per variable: guessed exactly (categories, datetimes, timedeltas)
+    times: np.ndarray  # per variable: datetimes and timedeltas
     variables: list[Any]
+
+    @property
+    def exact(self) -> np.ndarray:
+        """Per variable: guessed exactly (categories, datetimes, timedeltas)."""
+        return self.categorical | self.times
 
 
 def _values(original, avatars, holdout, variables, types) -> _Values:
@@ -211,8 +216,7 @@ def _values(original, avatars, holdout, variables, types) -> _Values:
 
     categorical = np.array([encoder.specs_[c].kind == CATEGORICAL for c in variables])
     times = np.array([encoder.specs_[c].time_unit is not None for c in variables])
-    return _Values(*(matrix(df) for df in frames), categorical, categorical | times,
-                   list(variables))
+    return _Values(*(matrix(df) for df in frames), categorical, times, list(variables))
 
 
 def _unique_rows(values: np.ndarray) -> np.ndarray:
@@ -222,8 +226,9 @@ def _unique_rows(values: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ mixed-type distance
 def _scaled(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray):
-    """Both tables with each number divided by its column's range over the two (anonymeter:
-    a difference is then at most 1, as between two categories); codes unchanged."""
+    """``(attacked, avatars)`` with each number divided by its column's range over the two
+    (anonymeter: a difference is then at most 1, as between two categories); codes
+    unchanged. Column by column, so any subset of columns is a slice of it."""
     both = np.vstack([attacked, avatars])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
@@ -232,11 +237,11 @@ def _scaled(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray):
     return attacked / span, avatars / span
 
 
-def _nearest_avatars(attacked, avatars, columns, values: _Values, k, backend: Backend):
-    """Indices (n, k) of each attacked row's k nearest avatars on ``columns``."""
-    categorical = values.categorical[columns]
-    queries, references = _scaled(attacked[:, columns], avatars[:, columns], categorical)
-    indices, _ = nearest_references(queries, references, categorical, k, backend)
+def _nearest_avatars(scaled, columns, categorical, k, backend: Backend):
+    """Indices (n, k) of each attacked row's k nearest avatars on ``columns``; ``scaled``:
+    ``_scaled``'s pair for the attacked table."""
+    queries, references = (table[:, columns] for table in scaled)
+    indices, _ = nearest_references(queries, references, categorical[columns], k, backend)
     return backend.to_numpy(indices)
 
 
@@ -270,19 +275,18 @@ def _predicate(x, operator: int, value, xp):
     return compare(x, value)
 
 
-def count_matches(table, queries: _Queries, backend: Backend, cap: int | None = None):
-    """How many rows of ``table`` (a backend array) each query matches, at most ``cap``: a
-    query stops being evaluated once it reaches ``cap`` (singling out only asks "exactly
-    one?", so most queries are settled on the first rows). Chunks of rows double in size."""
+def singles(table, queries: _Queries, backend: Backend) -> np.ndarray:
+    """Which queries match exactly one row of ``table`` (a backend array). A query stops
+    being evaluated at its second match, so most are settled on the first rows; chunks of
+    rows double in size."""
     counts = np.zeros(len(queries), dtype=np.int64)
     alive = np.arange(len(queries))
     start, size = 0, _FIRST_ROW_CHUNK
     while start < table.shape[0] and alive.size:
         counts[alive] += _chunk_counts(table[start : start + size], queries.take(alive), backend)
-        if cap is not None:
-            alive = alive[counts[alive] < cap]
+        alive = alive[counts[alive] < 2]
         start, size = start + size, min(2 * size, _ROW_CHUNK)
-    return counts if cap is None else np.minimum(counts, cap)
+    return counts == 1
 
 
 def _chunk_counts(rows, queries: _Queries, backend: Backend) -> np.ndarray:
@@ -305,10 +309,11 @@ def _distinct(queries: _Queries, seen: set) -> np.ndarray:
     keep = np.zeros(len(queries), dtype=bool)
     for i in range(len(queries)):
         key = tuple(
-            (int(queries.columns[i, j]), int(queries.operators[i, j]), float(queries.values[i, j]))
+            (int(queries.columns[i, j]), int(queries.operators[i, j]),
+             float(queries.values[i, j]) if queries.values[i, j] == queries.values[i, j]
+             else "nan")
             for j in order[i]
         )
-        key = tuple((c, o, "nan" if v != v else v) for c, o, v in key)
         if key not in seen:
             seen.add(key)
             keep[i] = True
@@ -374,7 +379,8 @@ def _random_queries(avatars, categorical, n_columns: int, size: int, rng) -> _Qu
 
 def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_attempts,
                           backend, rng) -> _Queries:
-    """Up to ``n_queries`` distinct queries matching exactly one avatar."""
+    """Up to ``n_queries`` distinct queries matching exactly one avatar (``avatars`` on the
+    host, to draw from)."""
     table = backend.asarray(avatars)
     seen: set = set()
     found: list[_Queries] = []
@@ -388,9 +394,9 @@ def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_
                                    min(_QUERY_BATCH, max_attempts - start), rng)
                    for start in range(0, max_attempts, _QUERY_BATCH))
     for batch in batches:
-        singles = batch.take(count_matches(table, batch, backend, cap=2) == 1)
-        singles = singles.take(_distinct(singles, seen))
-        found.append(singles.take(slice(0, n_queries - total)))
+        single = batch.take(singles(table, batch, backend))
+        single = single.take(_distinct(single, seen))
+        found.append(single.take(slice(0, n_queries - total)))
         total += len(found[-1])
         if total >= n_queries:
             break
@@ -398,11 +404,6 @@ def _singling_out_queries(avatars, categorical, mode, n_queries, n_columns, max_
         return _Queries(*(np.empty((0, 1)) for _ in range(3)))
     return _Queries(*(np.concatenate([getattr(q, name) for q in found])
                       for name in ("columns", "operators", "values")))
-
-
-def _singled_out(table: np.ndarray, queries: _Queries, backend: Backend) -> int:
-    """How many queries match exactly one row of ``table``."""
-    return int((count_matches(backend.asarray(table), queries, backend, cap=2) == 1).sum())
 
 
 def _size_correction(holdout, queries: _Queries, n_original: int, backend, rng) -> float:
@@ -417,7 +418,7 @@ def _size_correction(holdout, queries: _Queries, n_original: int, backend, rng) 
         for _ in range(5):
             rows = rng.choice(n, size=size, replace=False)
             sizes.append(size)
-            successes.append(_singled_out(holdout[rows], queries, backend))
+            successes.append(int(singles(holdout[rows], queries, backend).sum()))
     sizes, successes = np.array(sizes, dtype=float), np.array(successes, dtype=float)
 
     def integral(size, w):  # the singling-out probability integrated over weights [0, w]
@@ -436,12 +437,26 @@ def _size_correction(holdout, queries: _Queries, n_original: int, backend, rng) 
     return float(model(n_original, w, norm) / below) if below > 0 else 1.0
 
 
-def _singling_out(values: _Values, mode, n_queries, n_columns, max_attempts, confidence,
-                  backend, rng) -> AttackResult:
-    original, avatars, holdout = (_unique_rows(v) for v in
-                                  (values.original, values.avatars, values.holdout))
+@dataclass
+class _Distinct:
+    """The distinct rows of the three tables (singling out counts people, not copies):
+    the avatars on the host (queries are drawn from them), the others on the backend."""
+
+    avatars: np.ndarray
+    original: Any
+    holdout: Any
+
+    @classmethod
+    def of(cls, values: _Values, backend: Backend) -> _Distinct:
+        return cls(_unique_rows(values.avatars), backend.asarray(_unique_rows(values.original)),
+                   backend.asarray(_unique_rows(values.holdout)))
+
+
+def _singling_out(distinct: _Distinct, categorical, mode, n_queries, n_columns, max_attempts,
+                  confidence, backend, rng) -> AttackResult:
+    original, avatars, holdout = distinct.original, distinct.avatars, distinct.holdout
     width = 1 if mode == "univariate" else n_columns
-    queries = _singling_out_queries(avatars, values.categorical, mode, n_queries, n_columns,
+    queries = _singling_out_queries(avatars, categorical, mode, n_queries, n_columns,
                                     max_attempts, backend, rng)
     if len(queries) < n_queries:
         warnings.warn(
@@ -454,12 +469,12 @@ def _singling_out(values: _Values, mode, n_queries, n_columns, max_attempts, con
             "measured; leave this mode out (singling_out_modes) or give more columns"
         )
     n = len(queries)
-    success = _singled_out(original, queries, backend)
-    control = float(_singled_out(holdout, queries, backend))
-    if len(holdout) != len(original) and control > 0:
-        control *= _size_correction(holdout, queries, len(original), backend, rng)
-    baseline_queries = _random_queries(avatars, values.categorical, width, n, rng)
-    baseline = _singled_out(original, baseline_queries, backend)
+    success = int(singles(original, queries, backend).sum())
+    control = float(singles(holdout, queries, backend).sum())
+    if holdout.shape[0] != original.shape[0] and control > 0:
+        control *= _size_correction(holdout, queries, original.shape[0], backend, rng)
+    baseline_queries = _random_queries(avatars, categorical, width, n, rng)
+    baseline = int(singles(original, baseline_queries, backend).sum())
     return _result(f"singling_out_{mode}", None, n, success, n, min(control, n), baseline,
                    confidence)
 
@@ -485,18 +500,18 @@ def _random_neighbours(n: int, n_avatars: int, k: int, rng) -> np.ndarray:
     return picks
 
 
-def _linkability(values: _Values, halves, n_neighbours, confidence, backend, rng):
-    def links(attacked):
-        first, second = (_nearest_avatars(attacked, values.avatars, half, values,
-                                          n_neighbours, backend) for half in halves)
+def _linkability(values: _Values, scaled, halves, n_neighbours, confidence, backend, rng):
+    def links(pair):
+        first, second = (_nearest_avatars(pair, half, values.categorical, n_neighbours,
+                                          backend) for half in halves)
         return int(_linked(first, second).sum())
 
     n, n_control = len(values.original), len(values.holdout)
     n_avatars = len(values.avatars)
     baseline = int(_linked(_random_neighbours(n, n_avatars, n_neighbours, rng),
                            _random_neighbours(n, n_avatars, n_neighbours, rng)).sum())
-    return _result("linkability", None, n, links(values.original), n_control,
-                   links(values.holdout), baseline, confidence)
+    return _result("linkability", None, n, links(scaled["original"]), n_control,
+                   links(scaled["holdout"]), baseline, confidence)
 
 
 # ---------------------------------------------------------------------------- inference
@@ -513,20 +528,21 @@ def guessed(guesses: np.ndarray, secrets: np.ndarray, exact: bool) -> np.ndarray
     return right | both_missing
 
 
-def _inference(values: _Values, secret: int, confidence, backend, rng) -> AttackResult:
+def _inference(values: _Values, scaled, secret: int, confidence, backend, rng) -> AttackResult:
     others = np.array([j for j in range(len(values.variables)) if j != secret])
     exact = bool(values.exact[secret])
 
-    def successes(attacked):
-        nearest = _nearest_avatars(attacked, values.avatars, others, values, 1, backend)[:, 0]
+    def successes(attacked, pair):
+        nearest = _nearest_avatars(pair, others, values.categorical, 1, backend)[:, 0]
         return int(guessed(values.avatars[nearest, secret], attacked[:, secret], exact).sum())
 
     n = len(values.original)
     random_avatars = rng.integers(0, len(values.avatars), size=n)
     baseline = int(guessed(values.avatars[random_avatars, secret], values.original[:, secret],
                            exact).sum())
-    return _result("inference", values.variables[secret], n, successes(values.original),
-                   len(values.holdout), successes(values.holdout), baseline, confidence)
+    return _result("inference", values.variables[secret], n,
+                   successes(values.original, scaled["original"]), len(values.holdout),
+                   successes(values.holdout, scaled["holdout"]), baseline, confidence)
 
 
 # ------------------------------------------------------------------------------ entry
@@ -579,7 +595,6 @@ def attack_metrics(
         singling_out_modes)
     for mode in modes:
         check_choice("singling_out_modes", mode, SINGLING_OUT_MODES)
-    n_neighbours = check_integer("n_neighbours", n_neighbours, 1, len(avatars))
     n_queries = check_integer("singling_out_queries", singling_out_queries, 1)
     n_columns = check_integer("singling_out_columns", singling_out_columns, 1, len(variables))
     max_attempts = check_integer("singling_out_max_attempts", singling_out_max_attempts, 1)
@@ -587,26 +602,29 @@ def attack_metrics(
     if not 0.0 < confidence < 1.0:
         raise AvatarError(f"confidence_level must be strictly between 0 and 1, got {confidence}")
     backend = resolve_backend(backend)
-    if backend.is_gpu:
-        from ..backend.cuda_kernels import MAX_K
-
-        n_neighbours = check_integer("n_neighbours", n_neighbours, 1, MAX_K)  # the GPU scan's
+    n_neighbours = check_integer("n_neighbours", n_neighbours, 1,
+                                 min(len(avatars), most_references(backend)))
 
     values = _values(original, avatars, holdout, variables, types)
     position = {c: j for j, c in enumerate(variables)}
     rngs = [np.random.default_rng(stream) for stream in seed_sequence(seed).spawn(3)]
     steps = Steps(progress, "attacks", total=len(modes) + 1 + len(secret_names))
     results = []
+    distinct = _Distinct.of(values, backend) if modes else None
     for mode in modes:
         with steps.step(f"singling out ({mode})"):
-            results.append(_singling_out(values, mode, n_queries, n_columns, max_attempts,
-                                         confidence, backend, rngs[0]))
+            results.append(_singling_out(distinct, values.categorical, mode, n_queries,
+                                         n_columns, max_attempts, confidence, backend, rngs[0]))
+    scaled = {name: _scaled(getattr(values, name), values.avatars, values.categorical)
+              for name in ("original", "holdout")}
     with steps.step("linkability"):
-        results.append(_linkability(values, [[position[c] for c in half] for half in halves],
+        results.append(_linkability(values, scaled,
+                                    [[position[c] for c in half] for half in halves],
                                     n_neighbours, confidence, backend, rngs[1]))
     for name in secret_names:
         with steps.step(f"inference of {name}"):
-            results.append(_inference(values, position[name], confidence, backend, rngs[2]))
+            results.append(_inference(values, scaled, position[name], confidence, backend,
+                                      rngs[2]))
     return AttackMetrics(results)
 
 

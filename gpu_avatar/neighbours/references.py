@@ -19,10 +19,20 @@ from ..errors import AvatarError
 from ..parameters import check_integer
 
 
+def most_references(backend: Backend) -> int:
+    """The largest k the backend's scan keeps (the GPU's per-thread top-k has a fixed
+    capacity; the CPU's none)."""
+    if backend.is_gpu:
+        from ..backend.cuda_kernels import MAX_K
+
+        return MAX_K
+    return np.iinfo(np.int64).max
+
+
 def nearest_references(queries, references, categorical, k: int, backend: Backend = CPU):
     """Indices (n_queries, k) int64 and distances (n_queries, k) float64 of each query's k
     nearest references, as backend arrays; ``categorical`` flags the code columns."""
-    check_integer("k", k, 1, references.shape[0])
+    check_integer("k", k, 1, min(references.shape[0], most_references(backend)))
     categorical = np.asarray(categorical, dtype=bool)
     if not queries.shape[1] == references.shape[1] == categorical.shape[0]:
         raise AvatarError(
@@ -37,9 +47,6 @@ def nearest_references(queries, references, categorical, k: int, backend: Backen
     if backend.is_gpu:
         from ..backend import cuda_kernels
 
-        if k > cuda_kernels.MAX_K:
-            raise AvatarError(f"the GPU scan keeps at most {cuda_kernels.MAX_K} neighbours, got "
-                              f"k = {k}: use backend='cpu'")
         return cuda_kernels.nearest_mixed(backend, references, categorical, queries, k)
     if not numba_available():
         raise AvatarError("the attacks' neighbour scan is compiled by numba, which gpu_avatar "

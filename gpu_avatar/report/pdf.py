@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from ..errors import import_extra
 from .document import Block, Cell, Details, Figure, Part, Table, Text
 from .language import Translator
 
@@ -205,8 +204,8 @@ class _Story:
 
 def write_pdf(path: Path, title: str, parts: Sequence[Part], tr: Translator, created: str,
               version: str) -> Path:
-    """Write the document made of ``parts`` to ``path`` as a PDF."""
-    import_extra("reportlab", "report", "the PDF report")
+    """Write the document made of ``parts`` to ``path`` as a PDF (ReportLab checked by
+    ``report_format``)."""
     from reportlab.lib.colors import HexColor
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.units import cm
