@@ -908,19 +908,15 @@ def _transport(cost, capacity):
             if load[p] < capacity[p] and (target < 0 or dist[p] < dist[target]):
                 target = p
         load[target] += 1
+        touched = np.zeros(m, np.bool_)  # the parents whose children change
         q, steps = target, 0
+        touched[q] = True
         while via[q] >= 0 and steps < m:  # walk the path back: each mover goes to q
             parent_of[moved[q]] = q
             q = via[q]
-            steps += 1
-        parent_of[s] = q
-        touched = np.zeros(m, np.bool_)
-        q, steps = target, 0
-        touched[q] = True
-        while via[q] >= 0 and steps < m:
-            q = via[q]
             touched[q] = True
             steps += 1
+        parent_of[s] = q
         for p in range(m):
             if touched[p]:
                 _move_costs(cost, parent_of, s + 1, p, move, mover)
