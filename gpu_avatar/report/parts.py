@@ -83,7 +83,7 @@ def _targets_met(frame: pd.DataFrame) -> tuple[int, int]:
     return int(judged.astype(bool).sum()), int(len(judged))
 
 
-def _two_columns(headers: list[str], rows: list[list[Any]], numeric=()) -> Table:
+def _text_table(headers: list[str], rows: list[list[Any]], numeric=()) -> Table:
     return Table(headers, [[c if isinstance(c, Cell) else Cell(str(c)) for c in row]
                            for row in rows], numeric=frozenset(numeric))
 
@@ -134,7 +134,7 @@ def _table_part(
     rows += [[tr(f"{kind} columns"), ", ".join(map(str, columns)) or tr("none")]
              for kind, columns in kinds.items()]
     part.section("parameters", tr("Run parameters"),
-                 _two_columns([tr("parameter"), tr("value")], rows))
+                 _text_table([tr("parameter"), tr("value")], rows))
 
     all_timings = {**{tr("avatarization: {step}", step=k): v for k, v in (timings or {}).items()},
                    **{tr(k): v for k, v in metric_timings.items()}}
@@ -145,7 +145,7 @@ def _table_part(
         "No avatarization timings: this report was built from the tables, not from the run "
         "that made them."), "note")]
     part.section("timings", tr("Timings (seconds)"),
-                 *blocks, _two_columns([tr("step"), tr("seconds")], rows, numeric=(1,)))
+                 *blocks, _text_table([tr("step"), tr("seconds")], rows, numeric=(1,)))
 
     lead = tr("{originals} originals, {variables} variables.", originals=len(original),
               variables=len(variables))
@@ -170,7 +170,7 @@ def _table_part(
     frame = signal.to_frame()
     met, judged = _targets_met(frame)
     lead += " " + tr("Signal: {met} of {judged} targets met.", met=met, judged=judged)
-    per_variable = _two_columns(
+    per_variable = _text_table(
         [tr("variable"), tr("Hellinger distance")],
         [[v, tr.number(h)] for v, h in signal.hellinger_per_variable.items()], numeric=(1,))
     part.section("signal", tr("Signal metrics"), _metrics_table(frame, SIGNAL_DESCRIPTIONS, tr),
@@ -310,7 +310,7 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
     headers = [tr("attack"), tr("risk"), tr("{level} % interval", level=level),
                tr("attack success"), tr("holdout success"), tr("random guess"), tr("attacks"),
                tr("result")]
-    definitions = _two_columns([tr("attack"), tr("definition")],
+    definitions = _text_table([tr("attack"), tr("definition")],
                                [[Cell(k, "code"), tr(v, tolerance=tolerance)]
                                 for k, v in ATTACK_DESCRIPTIONS.items()])
     return [
@@ -402,8 +402,8 @@ def _database_part(
             parents or tr("none"), run.k, run.ncp,
         ])
     part.section("parameters", tr("Run parameters"),
-                 _two_columns([tr("parameter"), tr("value")], rows),
-                 _two_columns([tr("table"), tr("rows"), tr("avatars"), tr("primary key"),
+                 _text_table([tr("parameter"), tr("value")], rows),
+                 _text_table([tr("table"), tr("rows"), tr("avatars"), tr("primary key"),
                                tr("individual-level"), tr("parents"), "k", "ncp"],
                               table_rows, numeric=(1, 2, 6, 7)))
 
@@ -419,7 +419,7 @@ def _database_part(
         rows.append([Cell(tr("whole database run"), "strong"),
                      Cell(tr.number(seconds, ".3f"), "strong"), tr("avatarization and linking")])
     part.section("timings", tr("Timings (seconds)"),
-                 _two_columns([tr("step"), tr("seconds"), tr("detail")], rows, numeric=(1,)))
+                 _text_table([tr("step"), tr("seconds"), tr("detail")], rows, numeric=(1,)))
 
     part.section("summary-matrix", tr("Privacy summary matrix"),
                  *_summary_matrix(summary, result, tr))
@@ -440,7 +440,7 @@ def _database_part(
             ))
     part.section(
         "links", tr("Links"),
-        _two_columns([tr("parent"), tr("child.foreign key"), tr("method"),
+        _text_table([tr("parent"), tr("child.foreign key"), tr("method"),
                       tr("cardinality similarity"), tr("referential integrity (%)"),
                       tr("assignment cost"), tr("blocks")], link_rows, numeric=(3, 4, 5, 6)),
         Text(tr("Cardinality similarity: 1 - Kolmogorov-Smirnov statistic between the "
