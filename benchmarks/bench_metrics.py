@@ -38,6 +38,14 @@ whose local cloaking equals the exact one and "hidden equal %" likewise for the 
 (``privacy_metrics`` measures in its own PCA projection of the table, standardised columns, so
 its counts are close to, not equal to, those on the raw points).
 
+Dense mixed table (``--mixed-rows``, default 200,000; issue 16): ``make_mixed_table`` (20 mixed
+columns, ``_common.py``) avatarized with k = 20, ncp = 5, then ``privacy_metrics`` of its
+unshuffled avatars, in one process: both times, their ratio (target: metrics within 3x the
+avatarization) and whether the per-row local cloaking and hidden flags equal those of the
+scipy engine (``engine="kdtree"``, its own code path) on the same coordinates (untimed). In this
+table's metric space the avatars sit in dense clouds (median local cloaking ~40, mean ~600, a
+long tail to ~10^5).
+
 Run from the repository root with the project's virtualenv:
 
     .venv/bin/python benchmarks/bench_metrics.py                  # 1e4, 1e5, 1e6 rows
@@ -51,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -58,6 +67,7 @@ import scipy.spatial  # noqa: F401  (gpu_avatar imports it lazily: keep its impo
 from _common import (
     Measurement,
     environment_lines,
+    make_mixed_table,
     markdown_table,
     measure_isolated,
     run_and_record,
@@ -68,12 +78,14 @@ from sklearn.neighbors import NearestNeighbors
 import gpu_avatar
 from gpu_avatar.backend import numba_available
 from gpu_avatar.metrics import reductions
+from gpu_avatar.metrics.privacy import metric_coordinates
 
 NCP = 5
 EXACT_ENGINES = ("auto", "brute", "kdtree", "numba")
 PACKAGES = ("gpu_avatar", "numpy", "pandas", "scipy", "scikit-learn")
 BASELINE_BYTES_PER_CELL = 24  # per neighbour listed; measured ~19 B at 10^4 rows, k = 4000
 REFERENCE_ROWS = 10_000  # the noise scale is --noise at this size
+MIXED_K = 20
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -164,6 +176,60 @@ def run_baseline(points: tuple[np.ndarray, np.ndarray], k: int) -> dict:
         "nndr": float(np.median(ratio)),
         "censored": int((~found).sum()),
     }
+
+
+def run_mixed(table: pd.DataFrame, backend: str) -> dict:
+    """Avatarize, then measure the privacy metrics, each timed; then the engine check."""
+    resolved = gpu_avatar.resolve_backend(backend)
+    start = time.perf_counter()
+    result = gpu_avatar.avatarize(table, k=MIXED_K, ncp=NCP, seed=0, backend=resolved)
+    avatarize_seconds = time.perf_counter() - start
+    avatars = result.sensitive_unshuffled_avatars
+    start = time.perf_counter()
+    pm = gpu_avatar.privacy_metrics(table, avatars, ncp=NCP, backend=resolved)
+    metrics_seconds = time.perf_counter() - start
+    x, (y,), _ = metric_coordinates(table, [avatars], NCP, None, "mean", resolved)
+    scipy_ranks = reductions.distance_ranks(x, y, resolved, engine="kdtree")
+    return {
+        "avatarize": avatarize_seconds,
+        "metrics": metrics_seconds,
+        "engine": reductions.auto_engine(resolved, len(table)),
+        "hidden_rate": pm.hidden_rate,
+        "median_lc": pm.local_cloaking,
+        "mean_lc": float(pm.local_cloaking_per_individual.mean()),
+        "identical": bool(
+            np.array_equal(pm.local_cloaking_per_individual, scipy_ranks.local_cloaking)
+            and np.array_equal(pm.hidden_per_individual, scipy_ranks.hidden)
+        ),
+    }
+
+
+def warmed_mixed_table(n_rows: int) -> pd.DataFrame:
+    """The table, with the avatarization's and the metrics' kernels loaded (untimed)."""
+    small = make_mixed_table(500, seed=1)
+    gpu_avatar.privacy_metrics(small, gpu_avatar.avatarize(small, k=MIXED_K, ncp=NCP).avatars)
+    compile_kernels()
+    return make_mixed_table(n_rows, seed=0)
+
+
+MIXED_HEADERS = ["rows", "engine", "avatarize s", "privacy_metrics s", "ratio", "hidden %",
+                 "median LC", "mean LC", "identical to kdtree", "peak MB"]  # fmt: skip
+
+
+def mixed_row(n_rows: int, outcome: Measurement) -> list[str]:
+    d = outcome.details
+    return [
+        f"{n_rows:,}",
+        d["engine"],
+        _number(d["avatarize"], 2),
+        _number(d["metrics"], 2),
+        f"{d['metrics'] / d['avatarize']:.2f}x",
+        _number(d["hidden_rate"], 2),
+        _number(d["median_lc"], 1),
+        _number(d["mean_lc"], 1),
+        "yes" if d["identical"] else "NO",
+        _number(outcome.peak_mb, 0),
+    ]
 
 
 def baseline_gigabytes(n_rows: int, k: int) -> float:
@@ -308,6 +374,13 @@ def parse_args() -> argparse.Namespace:
         default=["auto"],
         help="exact engines to run, one job each (default: auto)",
     )
+    parser.add_argument(
+        "--mixed-rows",
+        type=int,
+        nargs="*",
+        default=[200_000],
+        help="rows of the dense mixed table job (default: 200000; none to skip)",
+    )
     parser.add_argument("--no-full", action="store_true", help="skip the full privacy_metrics job")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     return parser.parse_args()
@@ -347,6 +420,14 @@ def main() -> None:
                 continue
             run_and_record(results, (n_rows, job), 16, measure, job, n_rows, args)
 
+    mixed = []
+    for n_rows in args.mixed_rows:
+        outcome = measure_isolated(
+            warmed_mixed_table, run_mixed, (n_rows,), {"backend": args.backend}
+        )
+        mixed.append(mixed_row(n_rows, outcome))
+        print(f"{n_rows:>10,} rows  dense mixed table: {' '.join(mixed[-1][2:5])}", flush=True)
+
     rows = build_rows(results)
     title = (
         f"Local cloaking + hidden rate + DCR + NNDR, ncp = {NCP}, 5-D Gaussian originals, "
@@ -355,10 +436,19 @@ def main() -> None:
     )
     print(f"\n{title}\n")
     print(text_table(HEADERS, rows))
+    mixed_title = (
+        f"Dense mixed table (make_mixed_table, 20 columns): avatarize k = {MIXED_K}, ncp = {NCP}, "
+        "then privacy_metrics of the unshuffled avatars, one process"
+    )
+    if mixed:
+        print(f"\n{mixed_title}\n")
+        print(text_table(MIXED_HEADERS, mixed))
     if args.markdown:
         print(f"\n## bench_metrics\n\n{title}.\n")
         print("\n".join(environment_lines(PACKAGES)))
         print(f"\n{markdown_table(HEADERS, rows)}")
+        if mixed:
+            print(f"\n{mixed_title}.\n\n{markdown_table(MIXED_HEADERS, mixed)}")
 
 
 if __name__ == "__main__":

@@ -158,24 +158,29 @@ def pair_squared(a, i, b, j, cap):
     return total
 
 
+def squared(a, i, b, j):
+    """``pair_squared`` without the early stop, for scans whose comparisons need no branch."""
+    total = 0.0
+    for d in range(a.shape[1]):
+        diff = exact_sub(a[i, d], b[j, d])
+        total = exact_add(total, exact_mul(diff, diff))
+    return total
+
+
 def box_squared(q, i, lower, upper, node):
     """(min, max) squared distance from q[i] to the node's box (only ever compared with a
-    margin, so its rounding does not matter)."""
+    margin, so its rounding does not matter); without branches, which the walks' random
+    boxes would mispredict."""
     low = 0.0
     high = 0.0
     for d in range(q.shape[1]):
         v = q[i, d]
         a = lower[node, d]
         b = upper[node, d]
-        if v < a:
-            low += (a - v) * (a - v)
-            high += (b - v) * (b - v)
-        elif v > b:
-            low += (v - b) * (v - b)
-            high += (v - a) * (v - a)
-        else:
-            far = max(v - a, b - v)
-            high += far * far
+        gap = max(max(a - v, v - b), 0.0)
+        far = max(v - a, b - v)
+        low += gap * gap
+        high += far * far
     return low, high
 
 
@@ -236,7 +241,8 @@ def rank_query(y, order, start, stop, left, right, lower, upper, low_index, x, o
     """(local cloaking, hidden) of the original ``x[p]`` against the avatars ``y`` stored in
     the tree, its own avatar being stored row ``p`` (``reductions.py``'s rules: every other
     avatar at most as far counts; one strictly closer, or as close with a lower caller index,
-    hides)."""
+    hides). A leaf is scanned whole and without branches (half the time of stopping each
+    pair early: the comparisons come out the same, the mispredictions go)."""
     radius = own[p]
     count = 0
     hides = False
@@ -248,32 +254,28 @@ def rank_query(y, order, start, stop, left, right, lower, upper, low_index, x, o
         low, high = box_squared(x, p, lower, upper, node)
         if low > radius * (1 + MARGIN):
             continue
-        inside = stop[node] - start[node]
-        if start[node] <= p < stop[node]:
-            inside -= 1
+        mine = start[node] <= p < stop[node]
+        inside = stop[node] - start[node] - mine
         if high < radius * (1 - MARGIN):  # every avatar inside is strictly closer
             count += inside
             hides = hides or inside > 0
-            continue
-        point = is_point(lower, upper, node)  # duplicates: one distance decides them all
-        if left[node] < 0 or point:
-            last = start[node] + 1 if point else stop[node]
-            for q in range(start[node], last):
-                if q == p and not point:
-                    continue
-                d2 = pair_squared(x, p, y, q, radius)
-                weight = inside if point else 1
-                lowest = low_index[node] if point else order[q]
-                if d2 < radius:
-                    count += weight
-                    hides = hides or weight > 0
-                elif d2 == radius:  # a tie hides when its index is lower than the original's
-                    count += weight
-                    hides = hides or lowest < order[p]
-            continue
-        stack[top] = left[node]
-        stack[top + 1] = right[node]
-        top += 2
+        elif is_point(lower, upper, node):  # duplicates: one distance decides them all
+            d2 = pair_squared(x, p, y, start[node], radius)
+            if d2 <= radius:
+                count += inside
+                # a tie hides when its index is lower than the original's
+                hides = hides or (inside > 0 and (d2 < radius or low_index[node] < order[p]))
+        elif left[node] < 0:
+            # the own pair counts (same arithmetic, same value) but never hides: taken back
+            count -= mine
+            for q in range(start[node], stop[node]):
+                d2 = squared(x, p, y, q)
+                count += d2 <= radius
+                hides |= (d2 < radius) | ((d2 == radius) & (order[q] < order[p]))
+        else:
+            stack[top] = left[node]
+            stack[top + 1] = right[node]
+            top += 2
     return count, hides
 
 
@@ -381,8 +383,8 @@ def nearest_mixed_scan(references, first, last, categorical, queries, q, k, best
 # Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
 # numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 # ``cuda_kernels.py``.
-SHARED_WALKS = (pair_squared, box_squared, children_low, push_children, keep_best, is_point,
-                rank_query, two_nearest_query, knn_query, mixed_distance,
+SHARED_WALKS = (pair_squared, squared, box_squared, children_low, push_children, keep_best,
+                is_point, rank_query, two_nearest_query, knn_query, mixed_distance,
                 nearest_mixed_scan)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
