@@ -12,22 +12,28 @@ Privacy, reported for an individual-level table I against a reference table:
 - ``to_bottom_id_propagated``: a table T enriched with the columns of a parent P broadcast
   through the foreign key; reported as (T, P) when T is individual-level, otherwise as (I, T)
   for every individual-level ancestor I of T (the rows are I's children).
+- ``time_series_enriched`` (I, C) for each time-series child C of I: I plus the features of
+  its curves in C (length, start, span, scores on the originals' FPCA, missing shares), the
+  avatars' from their released curves projected the same way. ``to_bottom_id_propagated`` does
+  not apply to a time-series table: its rows are rebuilt, not paired with the originals'.
 Signal: ``standalone`` for every table; ``to_top_enriched`` (parent + aggregated children,
 Hellinger) and ``to_bottom_information_propagated`` (child + broadcast parent columns,
-correlation difference) for every link.
+correlation difference) for every link; per time-series variable, ``time_series_signal``.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..backend import resolve_backend
 from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..metrics.privacy import PrivacyMetrics, privacy_metrics
-from ..metrics.signal import SignalMetrics, signal_metrics
+from ..metrics.signal import SignalMetrics, continuous_hellinger, signal_metrics
 from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from .linking import DatabaseAvatarizationResult, broadcast_name
 from .schema import NO_PARENT, children_counts, take_parents
@@ -36,6 +42,7 @@ STANDALONE = "standalone"
 TO_TOP_ENRICHED = "to_top_enriched"
 TO_BOTTOM_ID_PROPAGATED = "to_bottom_id_propagated"
 TO_BOTTOM_INFORMATION_PROPAGATED = "to_bottom_information_propagated"
+TIME_SERIES_ENRICHED = "time_series_enriched"
 
 
 @dataclass
@@ -153,6 +160,100 @@ def _bottom_propagated(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     return frames[0], frames[1], types
 
 
+def _series_sides(result, link):
+    """(model, [(child rows, their individual, number of individuals)] for the originals and
+    the unshuffled avatars) of a time-series link."""
+    key = (link.child, link.foreign_key)
+    model = result.series_models[key]
+    sides = []
+    for avatar, source, rows in (
+        (False, result.originals, result.original_parent_rows[key]),
+        (True, result.sensitive_unshuffled_tables, result.avatar_parent_rows[key]),
+    ):
+        sides.append((source[link.child], rows, len(table_variables(result, link.parent, avatar))))
+    return model, sides
+
+
+def _series_enriched(result, parent: str, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    model, sides = _series_sides(result, link)
+    backend = resolve_backend(result.parameters.backend)
+    frames = [
+        pd.concat([table_variables(result, parent, avatar),
+                   model.features(child, rows, n, backend)], axis=1)
+        for avatar, (child, rows, n) in zip((False, True), sides, strict=True)
+    ]
+    types = table_types(result, parent)
+    types.update(dict.fromkeys(model.names(), CONTINUOUS))
+    return frames[0], frames[1], types
+
+
+def lag1_autocorrelation(lengths: np.ndarray, values: np.ndarray) -> float:
+    """Pooled lag-1 autocorrelation of series (``values`` sorted by series then time, series
+    of ``lengths`` points): sum over consecutive observed pairs of the products of their
+    deviations from their series' mean, over the sum of squared deviations."""
+    series = np.repeat(np.arange(len(lengths)), lengths)
+    observed = ~np.isnan(values)
+    counts = np.bincount(series[observed], minlength=len(lengths))
+    sums = np.bincount(series[observed], weights=values[observed], minlength=len(lengths))
+    deviation = values - (sums / np.maximum(counts, 1))[series]
+    same = series[1:] == series[:-1]
+    products = (deviation[:-1] * deviation[1:])[same]
+    squares = deviation[observed & (counts[series] > 1)] ** 2
+    return float(np.nansum(products) / squares.sum()) if squares.sum() > 0 else 0.0
+
+
+def mean_curve_distance(original: np.ndarray, avatar: np.ndarray) -> float:
+    """Mean over the grid points of |avatar mean curve - original mean curve| / the
+    originals' point-wise std (1 where it is 0); curves (individuals, grid points), a missing
+    curve a row of NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a grid point with no curve
+        spread = np.nanstd(original, axis=0)
+        gap = np.abs(np.nanmean(avatar, axis=0) - np.nanmean(original, axis=0))
+    return float(np.nanmean(gap / np.where(spread > 0, spread, 1.0)))
+
+
+def time_series_signal(result: DatabaseAvatarizationResult) -> tuple[pd.DataFrame, dict]:
+    """Per time-series link and measurement variable: ``hellinger`` (pooled values),
+    ``mean_curve_distance`` (mean over the normalised time grid of |avatar mean curve -
+    original mean curve| / the originals' point-wise std), ``autocorrelation_difference``
+    (|lag-1 autocorrelation of the originals - of the avatars|) and ``length_ks`` (KS
+    statistic between the series lengths, zeros included); and, per (table, variable), the
+    mean curves and point-wise stds on the grid (``"original mean"``, ``"original std"``,
+    ``"avatar mean"``, ``"avatar std"``)."""
+    from scipy.stats import ks_2samp
+
+    rows, curves = [], {}
+    for link in result.database.links:
+        if link.method != "time_series":
+            continue
+        model, sides = _series_sides(result, link)
+        (series_o, curves_o), (series_a, curves_a) = (
+            model.curves(child, positions, n) for child, positions, n in sides
+        )
+        length_ks = float(ks_2samp(series_o.lengths, series_a.lengths).statistic)
+        for variable in model.variables:
+            values = [child[variable].to_numpy(dtype=np.float64)[series.order]
+                      for (child, _, _), series in zip(sides, (series_o, series_a), strict=True)]
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a grid point with no curve
+                shape = {f"{side} {what}": function(grid[variable], axis=0)
+                         for side, grid in (("original", curves_o), ("avatar", curves_a))
+                         for what, function in (("mean", np.nanmean), ("std", np.nanstd))}
+            curves[(link.child, variable)] = shape
+            rows.append({
+                "table": link.child, "variable": variable,
+                "hellinger": continuous_hellinger(values[0], values[1], bins=10),
+                "mean_curve_distance": mean_curve_distance(curves_o[variable],
+                                                           curves_a[variable]),
+                "autocorrelation_difference": abs(
+                    lag1_autocorrelation(series_o.lengths, values[0])
+                    - lag1_autocorrelation(series_a.lengths, values[1])),
+                "length_ks": length_ks,
+            })
+    return pd.DataFrame(rows), curves
+
+
 def individual_ancestors(result: DatabaseAvatarizationResult, table: str) -> list[str]:
     """Individual-level tables above ``table`` (through any chain of parents)."""
     db = result.database
@@ -208,8 +309,14 @@ def database_privacy_metrics(
                     name, TO_TOP_ENRICHED, link.child, measure(original, avatar, types, name)
                 )
             )
+            if link.method == "time_series":
+                original, avatar, types = _series_enriched(result, name, link)
+                out.append(ScenarioResult(name, TIME_SERIES_ENRICHED, link.child,
+                                          measure(original, avatar, types, name)))
     for name in order:
         for link in db.parents_of(name):
+            if link.method == "time_series":
+                continue  # its rows are rebuilt, not paired: see time_series_enriched
             original, avatar, types = _bottom_propagated(result, link)
             metrics = measure(original, avatar, types, name)
             if db.is_individual_level(name):
