@@ -6,7 +6,9 @@
   when they are given;
 - a database part: ``parameters``, ``timings``, ``summary-matrix`` (green pass, red fail),
   ``links`` (one ``children-per-parent`` plot per link), ``privacy-scenarios``,
-  ``signal-scenarios``, ``advice`` when given, and ``tables`` (one table part per table).
+  ``signal-scenarios``, ``time-series`` (with a time-series link: its signal per variable and
+  one ``time-series`` plot per variable), ``advice`` when given, and ``tables`` (one table
+  part per table).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .plots import (
     distributions_plot,
     local_cloaking_plot,
     projection_plot,
+    time_series_plot,
 )
 
 
@@ -451,6 +454,10 @@ def _database_part(
                  _scenario_table(privacy.to_frame(), PRIVACY_SCENARIO_COLUMNS, tr))
     part.section("signal-scenarios", tr("Signal scenarios"),
                  _scenario_table(signal.to_frame(), SIGNAL_SCENARIO_COLUMNS, tr))
+    if any(link.method == "time_series" for link in db.links):
+        with steps.step(f"{name}: time series"):
+            part.section("time-series", tr("Time series"),
+                         *_time_series_blocks(result, new_figure, tr))
     if advice is not None:
         part.section("advice", tr("Parameter advice"), *advice_blocks(advice, tr))
 
@@ -476,6 +483,42 @@ def _database_part(
                    "pass.", tables=len(order), links=len(result.links),
                    passed=int(summary["passed"].sum()), cells=len(summary))
     return part
+
+
+def _time_series_blocks(result: Any, new_figure, tr: Translator) -> list:
+    """The signal of every time-series variable and its curves (originals, avatars)."""
+    from ..relational.scenarios import time_series_signal
+    from ..relational.time_series import layout, time_seconds
+
+    frame, shapes = time_series_signal(result)
+    columns = ["hellinger", "mean_curve_distance", "autocorrelation_difference", "length_ks"]
+    blocks: list = [_text_table(
+        [tr("table"), tr("variable"), *columns],
+        [[row["table"], row["variable"], *(tr.number(row[c]) for c in columns)]
+         for _, row in frame.iterrows()], numeric=range(2, 2 + len(columns))),
+        Text(tr("Hellinger distance of the pooled values; mean-curve distance: mean over each "
+                "series' normalised time of |avatar mean - original mean| / the originals' "
+                "point-wise std; difference of the lag-1 autocorrelations; Kolmogorov-Smirnov "
+                "statistic of the series lengths."), "note")]
+    for link in result.database.links:
+        if link.method != "time_series":
+            continue
+        key = (link.child, link.foreign_key)
+        model = result.series_models[key]
+        sides = []
+        for source, rows in ((result.originals, result.original_parent_rows),
+                             (result.sensitive_unshuffled_tables, result.avatar_parent_rows)):
+            child = source[link.child]
+            series = layout(rows[key], time_seconds(child[model.time]),
+                            len(source[link.parent]))
+            sides.append((series, child))
+        title = f"{link.parent} -> {link.child}"
+        for variable in model.variables:
+            samples = [(series.times, child[variable].to_numpy(dtype=float)[series.order],
+                        series.lengths) for series, child in sides]
+            blocks.append(time_series_plot(title, str(variable), samples,
+                                           shapes[(link.child, variable)], new_figure, tr))
+    return blocks
 
 
 def database_part(
