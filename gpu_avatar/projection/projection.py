@@ -51,11 +51,15 @@ def chunk_rows(row_bytes: int, budget: int = _CHUNK_BYTES) -> int:
 
 def sorted_axes(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (decreasing, negative rounding errors set to 0) and eigenvectors (columns)
-    of the symmetric ``gram``, by ``eigh`` on the host; each axis's sign fixed so that its
-    largest-magnitude loading is positive (the same axes whichever backend made ``gram``)."""
+    of the symmetric ``gram``, by ``eigh`` on the host, numerically null axes dropped (the
+    first always kept: where nothing varies, one null axis); each axis's sign fixed so that
+    its largest-magnitude loading is positive (the same axes whichever backend made ``gram``)."""
     eigenvalues, eigenvectors = np.linalg.eigh(gram)
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues, eigenvectors = np.maximum(eigenvalues[order], 0.0), eigenvectors[:, order]
+    keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
+    keep[0] = True
+    eigenvalues, eigenvectors = eigenvalues[keep], eigenvectors[:, keep]
     largest = np.abs(eigenvectors).argmax(axis=0)
     eigenvectors *= np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
     return eigenvalues, eigenvectors
@@ -106,9 +110,6 @@ class Projection:
                 "weights of a sensible scale (e.g. between 0.01 and 100)"
             )
         eigenvalues, eigenvectors = sorted_axes(weighted)
-        keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
-        keep[0] = True  # a table where nothing varies still gets one (null) axis
-        eigenvalues, eigenvectors = eigenvalues[keep], eigenvectors[:, keep]
         components = eigenvectors.T
         if self.kind != MCA_KIND:
             components = components / np.sqrt(weights)

@@ -57,7 +57,7 @@ from .assignment import (
     round_preserving_sum,
 )
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
-from .time_series import SeriesModel, fit_series, seconds_to_time
+from .time_series import SeriesModel, fit_series
 
 logger = logging.getLogger("gpu_avatar")
 COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
@@ -330,10 +330,10 @@ def _series_avatars(
     original dtypes (integers rounded), the avatar parent (position) of every row, and the
     release order (series in the parent's release order, then by time)."""
     table = db.tables[link.child].data
-    rows, seconds, values = model.rebuild(
+    rows, times, values = model.rebuild(
         parent_avatars[list(model.names())], np.random.default_rng(sequence), backend
     )
-    columns = {model.time: seconds_to_time(seconds, table[model.time])}
+    columns = {model.time: model.time_column(times, table[model.time].dtype)}
     for variable, column in values.items():
         integer = pd.api.types.is_integer_dtype(table[variable].dtype)
         columns[variable] = pd.Series(np.round(column) if integer else column)

@@ -3,30 +3,40 @@ individual's curves (a key, a time column, continuous measurements), avatarized 
 individual instead of row by row, so that an avatar's curve keeps a shape, a length and a span.
 
 1. Layout: the rows sorted by (individual, time); per individual its series length, start and
-   span (last - first time). Times are seconds (datetimes: since the epoch; timedeltas: as
-   durations), converted back to the column's dtype at the end.
+   span (last - first time). Numeric times are used as they are; datetimes and timedeltas as
+   their int64 ticks after the originals' first tick (no tick lost), back to the column's
+   dtype at the end, clipped to the originals' first and last tick.
 2. Grid: per measurement variable, each individual's series linearly interpolated at
    ``n_points`` equally spaced points of its own span (its observed values only: a missing
    value inside a series is interpolated over; before the first or after the last observed
-   value the curve is constant). A one-point series is a constant curve; an individual with no
-   series, or a variable never observed in its series, has a missing curve (missing scores).
-   Vectorised: one ``searchsorted`` per chunk of ``CHUNK_INDIVIDUALS`` individuals.
+   value the curve is constant). A one-point series is a constant curve; a variable never
+   observed in an individual's series has a missing curve (missing scores).
+   Vectorised: one ``searchsorted`` per chunk of individuals (``chunk_individuals``).
 3. Projection per variable: ``"fpca"`` (functional PCA on the grid values: mean curve, Gram
    matrix of the centred curves on the backend, ``eigh`` on the host as the FAMD does; the
    first ``n_components`` scores, default enough for ``EXPLAINED_VARIANCE`` of the variance and
    at most ``MAX_COMPONENTS``) or ``"flatten"`` (the grid values themselves).
 4. Features, joined to the individual's table before its avatarization: length, start, span,
    the scores, and per variable with missing values the share of its points that are missing.
+   An individual without a series has length 0 and neutral values (the originals' median
+   start and span, the mean curve's scores, no missing share), so that "no series" is
+   carried by the length alone, not by a missing indicator per feature.
 5. Rebuild, per avatar individual: its curve from its scores (inverse FPCA), sampled at its own
    (rounded) number of points, equally spaced over its own span; the missing share drawn at
    random positions. What the avatarization may push out of the originals' support is brought
    back: lengths within ``[0, longest]``, spans within the originals' spans, times within the
    originals' time range, values clipped to each variable's original range; integer columns
-   rounded (integer times: at most one point per time unit).
+   rounded (integer, datetime and timedelta times: at most one point per time unit, the
+   tick for datetimes and timedeltas); an avatar whose length rounds to 0 has no series.
+
+Limitations: an avatar's times are evenly spaced over its span (the originals' irregular
+sampling is not reproduced); its missing values keep their share of the series, at positions
+drawn at random.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,63 +45,79 @@ import numpy as np
 import pandas as pd
 
 from ..backend import Backend
+from ..encoding.encoder import ticks_to_times, time_ticks
+from ..encoding.kinds import is_datetime, is_timedelta
 from ..errors import AvatarError
 from ..parameters import SERIES_PROJECTIONS, check_choice, check_integer
-from ..projection.projection import sorted_axes
+from ..projection.projection import chunk_rows, sorted_axes
 
+logger = logging.getLogger("gpu_avatar")
 MAX_COMPONENTS = 10
 EXPLAINED_VARIANCE = 0.95
-CHUNK_INDIVIDUALS = 1 << 14  # individuals interpolated, projected or rebuilt at once
-_NANOS = 1e9
+_TEMPORARIES = 8  # float64 arrays of a curve's size alive per individual in a chunk
+
+
+def chunk_individuals(n_points: int) -> int:
+    """Individuals interpolated, projected or rebuilt at once: their temporaries within the
+    library's chunk budget (``projection.chunk_rows``)."""
+    return chunk_rows(_TEMPORARIES * 8 * n_points)
 
 
 # ------------------------------------------------------------------------ declaration
 def check_series_options(n_points: Any, n_components: Any, projection: Any) -> tuple:
     """The time-series link options, checked: ``n_points`` (None: the median series length)
-    and ``n_components`` (None: 95 % of the variance, at most 10) positive integers,
-    ``projection`` one of ``SERIES_PROJECTIONS``."""
+    and ``n_components`` (None: 95 % of the variance, at most 10; ``"fpca"`` only) positive
+    integers, ``projection`` one of ``SERIES_PROJECTIONS``."""
+    projection = check_choice("projection", projection, SERIES_PROJECTIONS)
     if n_points is not None:
         n_points = check_integer("n_points", n_points, 2)
     if n_components is not None:
+        if projection == "flatten":
+            raise AvatarError(
+                f"n_components = {n_components} does not apply to projection='flatten' (its "
+                "scores are the n_points grid values): drop n_components or use 'fpca'"
+            )
         n_components = check_integer("n_components", n_components, 1, n_points)
-    return n_points, n_components, check_choice("projection", projection, SERIES_PROJECTIONS)
+    return n_points, n_components, projection
 
 
-def _time_kind(column: pd.Series) -> str | None:
-    """"datetime", "timedelta" or "number", None for any other dtype."""
-    dtype = column.dtype
-    if pd.api.types.is_datetime64_any_dtype(dtype):
-        return "datetime"
-    if pd.api.types.is_timedelta64_dtype(dtype):
-        return "timedelta"
-    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
-        return "number"
-    return None
+def _is_ticks(dtype: Any) -> bool:
+    """Datetimes and timedeltas: times handled as their int64 ticks."""
+    return is_datetime(dtype) or is_timedelta(dtype)
+
+
+def _is_number(dtype: Any) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
 def check_series_table(
     where: str, data: pd.DataFrame, primary_key: Any, foreign_key: Any, time: Any,
     types: Mapping[Any, str],
 ) -> None:
-    """Refuse, naming the column, a series table whose time column is not numbers, datetimes
-    or timedeltas, whose other columns are not continuous numbers, or with a missing time or
-    foreign key, or twice the same time in one series."""
+    """Refuse, naming the column, a series table whose time column is its foreign key or not
+    numbers, datetimes or timedeltas, whose other columns are not continuous numbers, or
+    with a missing time or foreign key, or twice the same time in one series."""
     ordinary = "; link it as an ordinary child table (method='linear_sum_assignment')"
     if time is None:
         raise AvatarError(
             f"{where}: a time-series table needs its time column: add_table(..., time=COLUMN)"
         )
-    if _time_kind(data[time]) is None:
+    if time == foreign_key:
         raise AvatarError(
-            f"{where}: time column {time!r} has dtype {data[time].dtype}; it must hold numbers, "
+            f"{where}: time={time!r} is the foreign key of the link; name the column that "
+            "holds each point's time"
+        )
+    dtype = data[time].dtype
+    if not (_is_ticks(dtype) or _is_number(dtype)):
+        raise AvatarError(
+            f"{where}: time column {time!r} has dtype {dtype}; it must hold numbers, "
             "datetimes or timedeltas"
         )
     for column in data.columns:
         if column in (primary_key, foreign_key, time):
             continue
         kind = types.get(column)
-        numeric = _time_kind(data[column]) == "number"
-        if kind in ("categorical", "identifier") or not numeric:
+        if kind in ("categorical", "identifier") or not _is_number(data[column].dtype):
             raise AvatarError(
                 f"{where}: column {column!r} ({kind or data[column].dtype}) is not a continuous "
                 f"measurement; a time-series table holds only its keys, the time {time!r} and "
@@ -113,35 +139,20 @@ def check_series_table(
         )
 
 
-def _unit(dtype) -> str:
-    """The tick unit of a datetime or timedelta dtype ("s", "ms", "us", "ns")."""
-    return getattr(dtype, "unit", None) or np.datetime_data(dtype)[0]
+def tick_range(column: pd.Series) -> tuple[int, int] | None:
+    """The first and last int64 tick of a datetime or timedelta column; None for numbers."""
+    if not _is_ticks(column.dtype):
+        return None
+    ticks = time_ticks(column)
+    return int(ticks.min()), int(ticks.max())
 
 
-_NANOS_PER = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
-
-
-def time_seconds(column: pd.Series) -> np.ndarray:
-    """The time column as float seconds (datetimes since the epoch, in UTC)."""
-    if _time_kind(column) == "number":
+def series_times(column: pd.Series, ticks: tuple[int, int] | None) -> np.ndarray:
+    """The time column as float64: numbers as they are; datetimes and timedeltas as ticks
+    after the first of ``ticks`` (subtracted in int64: no tick lost on large epochs)."""
+    if ticks is None:
         return column.to_numpy(dtype=np.float64)
-    return column.array.asi8.astype(np.float64) * (_NANOS_PER[_unit(column.dtype)] / _NANOS)
-
-
-def seconds_to_time(seconds: np.ndarray, like: pd.Series) -> pd.Series:
-    """``seconds`` back in the dtype of the time column ``like`` (integers rounded)."""
-    kind = _time_kind(like)
-    if kind == "number":
-        if pd.api.types.is_integer_dtype(like.dtype):
-            seconds = np.round(seconds)
-        return pd.Series(seconds).astype(like.dtype)
-    unit = _unit(like.dtype)
-    ticks = np.round(seconds * (_NANOS / _NANOS_PER[unit])).astype(np.int64)
-    if kind == "timedelta":
-        return pd.Series(ticks.astype(f"timedelta64[{unit}]"))
-    values = pd.Series(ticks.astype(f"datetime64[{unit}]"))
-    tz = getattr(like.dtype, "tz", None)
-    return values.dt.tz_localize("UTC").dt.tz_convert(tz) if tz is not None else values
+    return (time_ticks(column) - ticks[0]).astype(np.float64)
 
 
 # ----------------------------------------------------------------------------- layout
@@ -151,7 +162,7 @@ class Layout:
 
     order: np.ndarray  # child row of each sorted row
     offsets: np.ndarray  # individual i's rows: order[offsets[i] : offsets[i + 1]]
-    times: np.ndarray  # sorted, seconds
+    times: np.ndarray  # sorted, as ``series_times``
 
     @property
     def lengths(self) -> np.ndarray:
@@ -187,8 +198,9 @@ def grid_values(series: Layout, values: np.ndarray, n_points: int) -> np.ndarray
     grid = np.linspace(0.0, 1.0, n_points)
     out = np.full((n, n_points), np.nan)
     starts, spans = series.starts(), series.spans()
-    for first in range(0, n, CHUNK_INDIVIDUALS):
-        last = min(first + CHUNK_INDIVIDUALS, n)
+    step = chunk_individuals(n_points)
+    for first in range(0, n, step):
+        last = min(first + step, n)
         rows = slice(series.offsets[first], series.offsets[last])
         local = np.repeat(np.arange(last - first), series.lengths[first:last])
         span = spans[first:last][local]
@@ -233,33 +245,37 @@ class CurveProjection:
     kind: str
     mean_: np.ndarray
     components_: np.ndarray  # (scores, grid points), orthonormal rows
+    neutral_: np.ndarray  # the mean curve's scores (FPCA: 0): an individual without a series
 
     @classmethod
     def fit(cls, curves: np.ndarray, kind: str, n_components: int | None,
             backend: Backend) -> CurveProjection:
         """Fit on ``curves`` (individuals, grid points; a missing curve is a row of NaN):
-        mean and Gram matrix accumulated on the backend chunk by chunk, axes by ``eigh``."""
-        present = curves[~np.isnan(curves).any(axis=1)]
-        width = curves.shape[1]
+        mean and Gram matrix accumulated on the backend chunk by chunk over the complete
+        curves, axes by ``eigh`` (numerically null ones dropped: ``sorted_axes``)."""
+        width, xp = curves.shape[1], backend.xp
+        total, count = xp.zeros(width), 0
+        for chunk in _complete_chunks(curves, backend):
+            total, count = total + chunk.sum(axis=0), count + chunk.shape[0]
+        mean = backend.to_numpy(total) / count
         if kind == "flatten":
-            return cls(kind, np.zeros(width), np.eye(width))
-        xp = backend.xp
-        total = xp.zeros(width)
-        for start in range(0, len(present), CHUNK_INDIVIDUALS):
-            total = total + backend.asarray(present[start : start + CHUNK_INDIVIDUALS]).sum(axis=0)
-        mean = backend.to_numpy(total) / len(present)
+            return cls(kind, np.zeros(width), np.eye(width), mean)
         gram, mean_device = xp.zeros((width, width)), backend.asarray(mean)
-        for start in range(0, len(present), CHUNK_INDIVIDUALS):
-            centred = backend.asarray(present[start : start + CHUNK_INDIVIDUALS]) - mean_device
+        for chunk in _complete_chunks(curves, backend):
+            centred = chunk - mean_device
             gram = gram + centred.T @ centred
         gram = backend.to_numpy(gram)
         eigenvalues, eigenvectors = sorted_axes((gram + gram.T) / 2.0)
         variance = eigenvalues.sum()
-        ratio = eigenvalues / variance if variance > 0 else np.zeros_like(eigenvalues)
         if n_components is None:
+            ratio = eigenvalues / variance if variance > 0 else np.zeros_like(eigenvalues)
             enough = int(np.searchsorted(np.cumsum(ratio), EXPLAINED_VARIANCE - 1e-12)) + 1
-            n_components = max(1, min(enough, MAX_COMPONENTS, width))
-        return cls(kind, mean, eigenvectors[:, :n_components].T)
+            n_components = min(enough, MAX_COMPONENTS)
+        elif n_components > len(eigenvalues):
+            logger.info("%d FPCA component(s) asked, %d not null: %d kept", n_components,
+                        len(eigenvalues), len(eigenvalues))
+        components = eigenvectors[:, :n_components].T
+        return cls(kind, mean, components, np.zeros(len(components)))
 
     @property
     def n_scores(self) -> int:
@@ -275,12 +291,19 @@ class CurveProjection:
 
     def _chunked(self, rows: np.ndarray, backend: Backend, step) -> np.ndarray:
         mean, axes = backend.asarray(self.mean_), backend.asarray(self.components_)
-        parts = [
-            backend.to_numpy(step(backend.asarray(rows[start : start + CHUNK_INDIVIDUALS]),
-                                  mean, axes))
-            for start in range(0, len(rows), CHUNK_INDIVIDUALS)
-        ]
-        return np.concatenate(parts) if parts else np.zeros((0, self.components_.shape[0]))
+        size = chunk_individuals(self.mean_.size)
+        return np.concatenate([  # no rows: one empty chunk, of the output's width
+            backend.to_numpy(step(backend.asarray(rows[start : start + size]), mean, axes))
+            for start in range(0, max(len(rows), 1), size)
+        ])
+
+
+def _complete_chunks(curves: np.ndarray, backend: Backend):
+    """The curves without a missing grid value, chunk by chunk, on the backend."""
+    size = chunk_individuals(curves.shape[1])
+    for start in range(0, len(curves), size):
+        chunk = curves[start : start + size]
+        yield backend.asarray(chunk[~np.isnan(chunk).any(axis=1)])
 
 
 # ------------------------------------------------------------------------------ model
@@ -298,13 +321,15 @@ class SeriesModel:
     variables: list[Any]
     n_points: int
     projections: dict[Any, CurveProjection]
-    time_range: tuple[float, float]
+    ticks: tuple[int, int] | None  # datetimes, timedeltas: first (the origin) and last tick
+    time_range: tuple[float, float]  # as ``series_times``
     span_range: tuple[float, float]  # of the series with two points or more
+    typical_start: float  # the features of an individual without a series: the medians
+    typical_span: float  # (of the series with two points or more)
     value_ranges: dict[Any, tuple[float, float]]
     longest: int
-    integer_time: bool
+    integer_time: bool  # integers, datetimes and timedeltas: at most one point per unit
     with_missing: list[Any] = field(default_factory=list)
-    medians: dict[str, float] = field(default_factory=dict)  # of every feature, originals
 
     def names(self) -> dict[str, Any]:
         """Feature column -> what it is ("length", "start", "span", (variable, "missing"),
@@ -323,7 +348,7 @@ class SeriesModel:
     def curves(self, data: pd.DataFrame, rows: np.ndarray, n_individuals: int
                ) -> tuple[Layout, dict[Any, np.ndarray]]:
         """The layout of ``data``'s series and each variable's curves on the grid."""
-        series = layout(rows, time_seconds(data[self.time]), n_individuals)
+        series = layout(rows, series_times(data[self.time], self.ticks), n_individuals)
         return series, series_curves(series, data, self.variables, self.n_points)
 
     def features(self, data: pd.DataFrame, rows: np.ndarray, n_individuals: int,
@@ -334,7 +359,11 @@ class SeriesModel:
 
     def _features(self, data: pd.DataFrame, series: Layout, curves: dict[Any, np.ndarray],
                   backend: Backend) -> pd.DataFrame:
+        """Without a series: length 0 and neutral values (the typical start and span, the
+        mean curves' scores, nothing missing); missing: only the scores of a variable never
+        observed in an individual's series."""
         lengths = series.lengths.astype(np.float64)
+        present = lengths > 0
         individual = np.repeat(np.arange(len(lengths)), series.lengths)
         scores = {v: self.projections[v].transform(curves[v], backend) for v in self.variables}
         columns: dict[str, np.ndarray] = {}
@@ -342,30 +371,29 @@ class SeriesModel:
             if what == "length":
                 columns[name] = lengths
             elif what == "start":
-                columns[name] = series.starts()
+                columns[name] = np.where(present, series.starts(), self.typical_start)
             elif what == "span":
-                columns[name] = series.spans()
+                columns[name] = np.where(present, series.spans(), self.typical_span)
             elif what[1] == "missing":
                 missing = np.isnan(data[what[0]].to_numpy(dtype=np.float64)[series.order])
                 counts = np.bincount(individual, weights=missing, minlength=len(lengths))
-                columns[name] = np.where(lengths > 0, counts / np.maximum(lengths, 1), np.nan)
+                columns[name] = counts / np.maximum(lengths, 1)
             else:
-                columns[name] = scores[what[0]][:, what[1]]
+                neutral = self.projections[what[0]].neutral_[what[1]]
+                columns[name] = np.where(present, scores[what[0]][:, what[1]], neutral)
         return pd.DataFrame(columns)
 
     def rebuild(self, features: pd.DataFrame, rng: np.random.Generator, backend: Backend
                 ) -> tuple[np.ndarray, np.ndarray, dict[Any, np.ndarray]]:
         """Every avatar individual's series from its features (module step 5): the
-        individual (position) of each point, sorted by individual then time, its time in
-        seconds and its values per variable."""
+        individual (position) of each point, sorted by individual then time, its time (as
+        ``series_times``) and its values per variable."""
         names = {what: name for name, what in self.names().items()}
 
-        def feature(what) -> np.ndarray:  # a missing value: the originals' median
-            values = features[names[what]].to_numpy(dtype=np.float64)
-            return np.where(np.isnan(values), self.medians[names[what]], values)
+        def feature(what) -> np.ndarray:
+            return features[names[what]].to_numpy(dtype=np.float64)
 
-        length = features[names["length"]].to_numpy(dtype=np.float64)
-        length = np.clip(np.round(np.nan_to_num(length, nan=0.0)), 0, self.longest).astype(int)
+        length = np.clip(np.round(feature("length")), 0, self.longest).astype(int)
         start, span = feature("start"), feature("span")
         low, high = self.time_range
         span = np.where(length > 1, np.clip(span, *self.span_range), 0.0)
@@ -384,12 +412,8 @@ class SeriesModel:
         values = {}
         for variable in self.variables:
             projection = self.projections[variable]
-            scores = [
-                features[names[(variable, j)]].to_numpy(dtype=np.float64)
-                if variable in self.with_missing else feature((variable, j))
-                for j in range(projection.n_scores)
-            ]
-            curves = projection.inverse_transform(np.column_stack(scores), backend)
+            scores = np.column_stack([feature((variable, j)) for j in range(projection.n_scores)])
+            curves = projection.inverse_transform(scores, backend)
             x = where * (self.n_points - 1)
             cell = np.minimum(np.floor(x).astype(int), self.n_points - 2)
             fraction = x - cell
@@ -397,13 +421,21 @@ class SeriesModel:
                      + curves[individual, cell + 1] * fraction)
             value = np.clip(value, *self.value_ranges[variable])
             if (variable, "missing") in names:
-                share = features[names[(variable, "missing")]].to_numpy(dtype=np.float64)
-                drop = np.round(np.clip(np.nan_to_num(share), 0.0, 1.0) * length)
+                share = np.clip(feature((variable, "missing")), 0.0, 1.0)
                 rank = np.empty(len(individual), dtype=np.int64)
                 rank[np.lexsort((rng.random(len(individual)), individual))] = position
-                value[rank < drop[individual]] = np.nan
+                value[rank < np.round(share * length)[individual]] = np.nan
             values[variable] = value
         return individual, times, values
+
+    def time_column(self, times: np.ndarray, dtype: Any) -> pd.Series:
+        """Rebuilt ``times`` in the time column's ``dtype``: datetimes and timedeltas as
+        int64 ticks after the origin, clipped in int64 to the originals' first and last."""
+        if self.ticks is None:
+            return pd.Series(np.round(times) if self.integer_time else times).astype(dtype)
+        first, last = self.ticks
+        ticks = np.clip(np.rint(times).astype(np.int64) + first, first, last)
+        return ticks_to_times(ticks, dtype)
 
 
 def fit_series(
@@ -415,24 +447,27 @@ def fit_series(
     (n_points, n_components, projection) as the link declares them."""
     n_points, n_components, projection = options
     variables = [c for c in data.columns if c != time]
-    seconds = time_seconds(data[time])
-    series = layout(rows, seconds, n_individuals)
+    ticks = tick_range(data[time])
+    times = series_times(data[time], ticks)
+    series = layout(rows, times, n_individuals)
     lengths = series.lengths
     if n_points is None:
         n_points = max(2, int(np.median(lengths[lengths > 0])))
-    if n_components is not None and n_components > n_points and projection == "fpca":
+    if n_components is not None and n_components > n_points:
         raise AvatarError(
             f"link -> {child}: n_components = {n_components} exceeds the grid of n_points = "
             f"{n_points}; lower n_components or raise n_points"
         )
     spans, several = series.spans(), lengths > 1
     model = SeriesModel(
-        child, time, variables, n_points, {},
-        time_range=(float(seconds.min()), float(seconds.max())),
+        child, time, variables, n_points, {}, ticks,
+        time_range=(float(times.min()), float(times.max())),
         span_range=(float(spans[several].min()), float(spans[several].max()))
         if several.any() else (0.0, 0.0),
+        typical_start=float(np.nanmedian(series.starts())),
+        typical_span=float(np.median(spans[several])) if several.any() else 0.0,
         value_ranges={}, longest=int(lengths.max()),
-        integer_time=pd.api.types.is_integer_dtype(data[time].dtype),
+        integer_time=ticks is not None or pd.api.types.is_integer_dtype(data[time].dtype),
     )
     curves = series_curves(series, data, variables, n_points)
     for variable in variables:
@@ -444,8 +479,4 @@ def fit_series(
             model.with_missing.append(variable)
         model.projections[variable] = CurveProjection.fit(
             curves[variable], projection, n_components, backend)
-    features = model._features(data, series, curves, backend)
-    model.medians = {name: float(np.nanmedian(features[name])) for name in features}
-    if several.any():  # an avatar series of two points or more: a span of one
-        model.medians[f"{child}.span"] = float(np.median(spans[several]))
-    return model, features
+    return model, model._features(data, series, curves, backend)
