@@ -12,10 +12,12 @@ Privacy, reported for an individual-level table I against a reference table:
 - ``to_bottom_id_propagated``: a table T enriched with the columns of a parent P broadcast
   through the foreign key; reported as (T, P) when T is individual-level, otherwise as (I, T)
   for every individual-level ancestor I of T (the rows are I's children).
-- ``time_series_enriched`` (I, C) for each time-series child C of I: I plus the features of
-  its curves in C (length, start, span, scores on the originals' FPCA, missing shares), the
-  avatars' from their released curves projected the same way. ``to_bottom_id_propagated`` does
-  not apply to a time-series table: its rows are rebuilt, not paired with the originals'.
+- ``time_series_enriched``: for each time-series link P -> C, P plus the features of its
+  curves in C (length, start, span, scores on the originals' FPCA, missing shares), the
+  avatars' from their released curves projected the same way; reported as (P, C) when P is
+  individual-level, otherwise as (I, C) for every individual-level ancestor I of P (P's rows
+  are I's children). ``to_bottom_id_propagated`` does not apply to a time-series table: its
+  rows are rebuilt, not paired with the originals'.
 Signal: ``standalone`` for every table; ``to_top_enriched`` (parent + aggregated children,
 Hellinger) and ``to_bottom_information_propagated`` (child + broadcast parent columns,
 correlation difference) for every link; per time-series variable, ``time_series_signal``.
@@ -33,7 +35,7 @@ import pandas as pd
 from ..backend import resolve_backend
 from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..metrics.privacy import PrivacyMetrics, privacy_metrics
-from ..metrics.signal import SignalMetrics, continuous_hellinger, signal_metrics
+from ..metrics.signal import HELLINGER_BINS, SignalMetrics, continuous_hellinger, signal_metrics
 from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from .linking import DatabaseAvatarizationResult, broadcast_name
 from .schema import NO_PARENT, children_counts, take_parents
@@ -160,9 +162,9 @@ def _bottom_propagated(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     return frames[0], frames[1], types
 
 
-def _series_sides(result, link):
-    """(model, [(child rows, their individual, number of individuals)] for the originals and
-    the unshuffled avatars) of a time-series link."""
+def series_sides(result, link) -> tuple[Any, list[tuple[pd.DataFrame, Any, dict]]]:
+    """(model, [(child table, its layout, each variable's curves on the grid)] for the
+    originals and for the unshuffled avatars) of a time-series link."""
     key = (link.child, link.foreign_key)
     model = result.series_models[key]
     sides = []
@@ -170,27 +172,31 @@ def _series_sides(result, link):
         (False, result.originals, result.original_parent_rows[key]),
         (True, result.sensitive_unshuffled_tables, result.avatar_parent_rows[key]),
     ):
-        sides.append((source[link.child], rows, len(table_variables(result, link.parent, avatar))))
+        child = source[link.child]
+        n_parents = len(table_variables(result, link.parent, avatar))
+        sides.append((child, *model.curves(child, rows, n_parents)))
     return model, sides
 
 
-def _series_enriched(result, parent: str, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    model, sides = _series_sides(result, link)
+def _series_enriched(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    model, sides = series_sides(result, link)
     backend = resolve_backend(result.parameters.backend)
     frames = [
-        pd.concat([table_variables(result, parent, avatar),
-                   model.features(child, rows, n, backend)], axis=1)
-        for avatar, (child, rows, n) in zip((False, True), sides, strict=True)
+        pd.concat([table_variables(result, link.parent, avatar),
+                   model._features(child, series, curves, backend)], axis=1)
+        for avatar, (child, series, curves) in zip((False, True), sides, strict=True)
     ]
-    types = table_types(result, parent)
+    types = table_types(result, link.parent)
     types.update(dict.fromkeys(model.names(), CONTINUOUS))
     return frames[0], frames[1], types
 
 
 def lag1_autocorrelation(lengths: np.ndarray, values: np.ndarray) -> float:
     """Pooled lag-1 autocorrelation of series (``values`` sorted by series then time, series
-    of ``lengths`` points): sum over consecutive observed pairs of the products of their
-    deviations from their series' mean, over the sum of squared deviations."""
+    of ``lengths`` points): sum over the pairs of consecutive points of a series, both
+    observed, of the products of their deviations from their series' mean (of its observed
+    values), over the sum of the squared deviations of the observed points of the series of
+    two points or more."""
     series = np.repeat(np.arange(len(lengths)), lengths)
     observed = ~np.isnan(values)
     counts = np.bincount(series[observed], minlength=len(lengths))
@@ -218,37 +224,36 @@ def time_series_signal(result: DatabaseAvatarizationResult) -> tuple[pd.DataFram
     ``mean_curve_distance`` (mean over the normalised time grid of |avatar mean curve -
     original mean curve| / the originals' point-wise std), ``autocorrelation_difference``
     (|lag-1 autocorrelation of the originals - of the avatars|) and ``length_ks`` (KS
-    statistic between the series lengths, zeros included); and, per (table, variable), the
-    mean curves and point-wise stds on the grid (``"original mean"``, ``"original std"``,
-    ``"avatar mean"``, ``"avatar std"``)."""
-    from scipy.stats import ks_2samp
-
+    statistic between the series lengths, zeros included: 1 - the link's
+    ``cardinality_similarity``); and, per (table, variable), the mean curves and point-wise
+    stds on the grid (``"original mean"``, ``"original std"``, ``"avatar mean"``, ``"avatar
+    std"``) and ``"series"``: per side (originals, avatars), its layout and values sorted as
+    the layout."""
+    reports = {(r.child, r.foreign_key): r for r in result.links}
     rows, curves = [], {}
     for link in result.database.links:
         if link.method != "time_series":
             continue
-        model, sides = _series_sides(result, link)
-        (series_o, curves_o), (series_a, curves_a) = (
-            model.curves(child, positions, n) for child, positions, n in sides
-        )
-        length_ks = float(ks_2samp(series_o.lengths, series_a.lengths).statistic)
+        model, sides = series_sides(result, link)
+        length_ks = 1.0 - reports[(link.child, link.foreign_key)].cardinality_similarity
         for variable in model.variables:
-            values = [child[variable].to_numpy(dtype=np.float64)[series.order]
-                      for (child, _, _), series in zip(sides, (series_o, series_a), strict=True)]
+            series = [(layout, child[variable].to_numpy(dtype=np.float64)[layout.order])
+                      for child, layout, _ in sides]
+            (_, values_o), (_, values_a) = series
+            grids = [grid[variable] for _, _, grid in sides]
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a grid point with no curve
-                shape = {f"{side} {what}": function(grid[variable], axis=0)
-                         for side, grid in (("original", curves_o), ("avatar", curves_a))
+                shape = {f"{side} {what}": function(grid, axis=0)
+                         for side, grid in zip(("original", "avatar"), grids, strict=True)
                          for what, function in (("mean", np.nanmean), ("std", np.nanstd))}
-            curves[(link.child, variable)] = shape
+            curves[(link.child, variable)] = {**shape, "series": series}
             rows.append({
                 "table": link.child, "variable": variable,
-                "hellinger": continuous_hellinger(values[0], values[1], bins=10),
-                "mean_curve_distance": mean_curve_distance(curves_o[variable],
-                                                           curves_a[variable]),
+                "hellinger": continuous_hellinger(values_o, values_a, bins=HELLINGER_BINS),
+                "mean_curve_distance": mean_curve_distance(*grids),
                 "autocorrelation_difference": abs(
-                    lag1_autocorrelation(series_o.lengths, values[0])
-                    - lag1_autocorrelation(series_a.lengths, values[1])),
+                    lag1_autocorrelation(series[0][0].lengths, values_o)
+                    - lag1_autocorrelation(series[1][0].lengths, values_a)),
                 "length_ks": length_ks,
             })
     return pd.DataFrame(rows), curves
@@ -309,14 +314,15 @@ def database_privacy_metrics(
                     name, TO_TOP_ENRICHED, link.child, measure(original, avatar, types, name)
                 )
             )
-            if link.method == "time_series":
-                original, avatar, types = _series_enriched(result, name, link)
-                out.append(ScenarioResult(name, TIME_SERIES_ENRICHED, link.child,
-                                          measure(original, avatar, types, name)))
     for name in order:
         for link in db.parents_of(name):
-            if link.method == "time_series":
-                continue  # its rows are rebuilt, not paired: see time_series_enriched
+            if link.method == "time_series":  # its rows are rebuilt, not paired with originals
+                metrics = measure(*_series_enriched(result, link), link.parent)
+                individual = db.is_individual_level(link.parent)
+                for table in [link.parent] if individual else individual_ancestors(result, name):
+                    out.append(ScenarioResult(table, TIME_SERIES_ENRICHED, name, metrics,
+                                              via=None if individual else link.parent))
+                continue
             original, avatar, types = _bottom_propagated(result, link)
             metrics = measure(original, avatar, types, name)
             if db.is_individual_level(name):

@@ -263,7 +263,9 @@ FRENCH: dict[str, str] = {
         "sur le temps normalisé de chaque série de |moyenne des avatars - moyenne d'origine| / "
         "l'écart-type ponctuel d'origine ; différence des autocorrélations d'ordre 1 ; "
         "statistique de Kolmogorov-Smirnov des longueurs de séries.",
-    "time": "temps",
+    "time since the series' start": "temps depuis le début de la série",
+    "time since the series' start ({unit})": "temps depuis le début de la série ({unit})",
+    "hours": "heures", "days": "jours",
     "a sample of curves": "un échantillon de courbes",
     "originals: mean +/- std": "origine : moyenne +/- écart-type",
     "originals: mean": "origine : moyenne",

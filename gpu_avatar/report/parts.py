@@ -488,7 +488,6 @@ def _database_part(
 def _time_series_blocks(result: Any, new_figure, tr: Translator) -> list:
     """The signal of every time-series variable and its curves (originals, avatars)."""
     from ..relational.scenarios import time_series_signal
-    from ..relational.time_series import layout, time_seconds
 
     frame, shapes = time_series_signal(result)
     columns = ["hellinger", "mean_curve_distance", "autocorrelation_difference", "length_ks"]
@@ -503,22 +502,38 @@ def _time_series_blocks(result: Any, new_figure, tr: Translator) -> list:
     for link in result.database.links:
         if link.method != "time_series":
             continue
-        key = (link.child, link.foreign_key)
-        model = result.series_models[key]
-        sides = []
-        for source, rows in ((result.originals, result.original_parent_rows),
-                             (result.sensitive_unshuffled_tables, result.avatar_parent_rows)):
-            child = source[link.child]
-            series = layout(rows[key], time_seconds(child[model.time]),
-                            len(source[link.parent]))
-            sides.append((series, child))
         title = f"{link.parent} -> {link.child}"
+        model = result.series_models[(link.child, link.foreign_key)]
+        dtype = result.originals[link.child][model.time].dtype
         for variable in model.variables:
-            samples = [(series.times, child[variable].to_numpy(dtype=float)[series.order],
-                        series.lengths) for series, child in sides]
-            blocks.append(time_series_plot(title, str(variable), samples,
-                                           shapes[(link.child, variable)], new_figure, tr))
+            shape = shapes[(link.child, variable)]
+            layouts = [series for series, _ in shape["series"]]
+            elapsed, label = _elapsed(layouts, None if model.ticks is None else dtype, tr)
+            samples = [(times, values, series.lengths)
+                       for times, (series, values) in zip(elapsed, shape["series"], strict=True)]
+            blocks.append(time_series_plot(title, str(variable), samples, shape, label,
+                                           new_figure, tr))
     return blocks
+
+
+def _elapsed(layouts: list, dtype: Any, tr: Translator) -> tuple[list[np.ndarray], str]:
+    """Each layout's times since its series' start, and their axis label: numbers (``dtype``
+    None) as they are, datetimes and timedeltas (ticks of ``dtype``) in seconds, hours or
+    days (by the longest series)."""
+    from ..encoding.encoder import seconds_per_tick
+
+    elapsed = [series.times - series.starts()[np.repeat(np.arange(len(series.lengths)),
+                                                          series.lengths)]
+               for series in layouts]
+    if dtype is not None:
+        unit = getattr(dtype, "unit", None) or np.datetime_data(dtype)[0]
+        elapsed = [times * seconds_per_tick(unit) for times in elapsed]
+        longest = max((float(times.max()) for times in elapsed if times.size), default=0.0)
+        name, seconds = next(((n, s) for n, s in (("days", 86400.0), ("hours", 3600.0))
+                              if longest >= 2 * s), ("seconds", 1.0))
+        return [times / seconds for times in elapsed], tr(
+            "time since the series' start ({unit})", unit=tr(name))
+    return elapsed, tr("time since the series' start")
 
 
 def database_part(

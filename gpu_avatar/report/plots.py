@@ -256,11 +256,12 @@ def children_per_parent_plot(
 MAX_DRAWN_CURVES = 12  # per side, a fixed random sample of the individuals with a series
 
 
-def time_series_plot(title: str, variable: str, samples: list, shape: Mapping[str, np.ndarray],
-                     new_figure, tr: Translator) -> Figure:
+def time_series_plot(title: str, variable: str, samples: list, shape: Mapping[str, Any],
+                     time_label: str, new_figure, tr: Translator) -> Figure:
     """One measurement variable of a time-series link: a sample of original and avatar
-    curves on their own times (``samples``: (times, values, series lengths) of the originals
-    and of the avatars, sorted by series then time), and the mean curves on the normalised
+    curves against the time since their start (``samples``: (times since the series' start,
+    values, series lengths) of the originals and of the avatars, sorted by series then time;
+    ``time_label`` names that axis), and the mean curves on the normalised
     time grid with the originals' band of +/- one point-wise std (``shape``, from
     ``relational.scenarios.time_series_signal``)."""
     figure = new_figure(11, 3.8)
@@ -276,7 +277,7 @@ def time_series_plot(title: str, variable: str, samples: list, shape: Mapping[st
             rows = slice(offsets[series], offsets[series + 1])
             curves.plot(times[rows], values[rows], color=colour, alpha=0.6, marker=".",
                         linewidth=1, label=label if index == 0 else None)
-    curves.set_xlabel(tr("time"))
+    curves.set_xlabel(time_label)
     curves.set_title(tr("a sample of curves"), fontsize=10)
     curves.legend()
     grid = np.linspace(0.0, 1.0, len(shape["original mean"]))

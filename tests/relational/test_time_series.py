@@ -22,7 +22,7 @@ from gpu_avatar.backend import CPU
 from gpu_avatar.cli.commands import main as cli_main
 from gpu_avatar.relational.config import load_database_config
 from gpu_avatar.relational.scenarios import TIME_SERIES_ENRICHED, time_series_signal
-from gpu_avatar.relational.time_series import CurveProjection, grid_values, layout
+from gpu_avatar.relational.time_series import CurveProjection, fit_series, grid_values, layout
 
 CHICK_K = 20  # the k at which ChickWeight meets every privacy target
 
@@ -113,6 +113,28 @@ def test_privacy_targets_met_in_the_individual_and_curve_space():
     assert summary["passed"].all(), summary
 
 
+def test_curves_under_a_non_individual_parent_are_measured_for_its_individuals():
+    """chick -> visit -> measures (time series): the curves enrich the visits, and their
+    privacy is reported for the chicks (via the visits), as the summary matrix shows."""
+    chicks = read_dataset("chickweight_chicks.csv")
+    visits = pd.DataFrame({"visit": chicks["chick"] + 100, "chick": chicks["chick"],
+                           "room": np.arange(len(chicks)) % 3 * 1.5})
+    measures = read_dataset("chickweight_measures.csv").assign(
+        visit=lambda m: m["chick"] + 100).drop(columns="chick")
+    db = ga.Database().add_table("chick", chicks, primary_key="chick",
+                                 types={"Diet": "categorical"})
+    db.add_table("visit", visits, primary_key="visit", individual_level=False)
+    db.add_table("measures", measures, primary_key="measure_id", time="day")
+    db.add_link("chick", "chick", "visit", "chick")
+    db.add_link("visit", "visit", "measures", "visit", method="time_series")
+    result = ga.avatarize_database(db, k=CHICK_K, ncp=5, seed=0)
+    privacy = result.privacy_metrics()
+    [entry] = [e for e in privacy if e.scenario == TIME_SERIES_ENRICHED]
+    assert (entry.table, entry.reference, entry.via) == ("chick", "measures", "visit")
+    summary = result.metrics_summary(privacy).set_index(["table", "reference"])
+    assert summary.loc[("chick", "measures"), "scenario"] == TIME_SERIES_ENRICHED
+
+
 def test_same_seed_same_curves_and_another_seed_others():
     first, again = run("theoph"), ga.avatarize_database(theoph(), k=4, ncp=5, seed=0)
     pd.testing.assert_frame_equal(first.tables["samples"], again.tables["samples"])
@@ -157,6 +179,52 @@ def test_datetime_and_timedelta_times_keep_their_dtype_and_range(kind):
                             result.tables["samples"].drop(columns="sample_id"), "hours", "subject")
 
 
+def test_sub_microsecond_datetimes_stay_within_the_originals():
+    """Nanosecond datetimes near 2026 (float seconds since the epoch would lose ~200 ns):
+    every avatar time within the originals' first and last tick."""
+    samples = read_dataset("theoph_samples.csv")
+    samples["hours"] = (pd.Timestamp("2026-01-05 08:00:00.000000001")
+                        + pd.to_timedelta(samples["hours"], unit="h")
+                        + pd.to_timedelta(samples["sample_id"] % 7, unit="ns"))
+    result = ga.avatarize_database(theoph(samples), k=4, ncp=5, seed=0)
+    assert_within_originals(samples.drop(columns="sample_id"),
+                            result.tables["samples"].drop(columns="sample_id"), "hours", "subject")
+
+
+def test_second_ticks_hold_at_most_one_point_per_second():
+    """Times in timedelta64[s]: an avatar of 5 points over 2.5 seconds gets 3 points, one per
+    second, not 5 rounded onto 3 seconds."""
+    seconds = np.concatenate([[0, 1], np.arange(11)])
+    data = pd.DataFrame({"t": pd.to_timedelta(seconds, unit="s").astype("timedelta64[s]"),
+                         "x": np.arange(13.0)})
+    rows = np.repeat([0, 1], [2, 11])
+    model, features = fit_series("c", data, "t", rows, 2, (None, None, "fpca"), CPU)
+    features.loc[0, ["c.length", "c.span"]] = [5.0, 2.5]
+    individual, times, _ = model.rebuild(features, np.random.default_rng(0), CPU)
+    rebuilt = model.time_column(times, data["t"].dtype)
+    assert rebuilt.dtype == data["t"].dtype
+    assert not pd.DataFrame({"i": individual, "t": rebuilt}).duplicated().any()
+    assert (individual == 0).sum() == 3
+
+
+def test_individuals_without_a_series_get_neutral_features():
+    """Chicks 1-5 without a series: length 0, the typical start and span, the mean curve's
+    scores, no missing share; nothing missing that the encoder would flag per feature."""
+    measures = read_dataset("chickweight_measures.csv").astype({"weight": float})
+    measures = measures[~measures["chick"].isin(range(1, 6))]
+    measures.loc[measures.index[::9], "weight"] = np.nan
+    rows = measures["chick"].to_numpy() - 1
+    model, features = fit_series("measures", measures[["day", "weight"]], "day", rows, 50,
+                                 (None, None, "fpca"), CPU)
+    empty = features.iloc[:5]
+    assert not features.isna().any().any()
+    assert (empty["measures.length"] == 0).all() and (empty["measures.weight.missing"] == 0).all()
+    assert (empty["measures.start"] == model.typical_start).all()
+    assert (empty["measures.span"] == model.typical_span).all()
+    scores = empty.filter(like=".fpca")
+    assert scores.shape[1] >= 1 and (scores == 0).all().all()
+
+
 # -------------------------------------------------------------------- the projection
 def test_interpolation_on_each_series_own_span():
     """Irregular times, a missing value inside a series (interpolated over), a missing first
@@ -185,10 +253,20 @@ def test_fpca_with_every_component_reconstructs_the_interpolated_curves(theoph_c
     scores = projection.transform(theoph_curves, CPU)
     rebuilt = projection.inverse_transform(scores, CPU)
     np.testing.assert_allclose(rebuilt, theoph_curves, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(projection.components_ @ projection.components_.T, np.eye(11),
-                               atol=1e-12)
+    assert projection.n_scores <= 11  # the null axes dropped
+    np.testing.assert_allclose(projection.components_ @ projection.components_.T,
+                               np.eye(projection.n_scores), atol=1e-12)
     default = CurveProjection.fit(theoph_curves, "fpca", None, CPU)
     assert 1 <= default.n_scores <= 10
+    three = CurveProjection.fit(theoph_curves, "fpca", 3, CPU)
+    assert three.inverse_transform(np.zeros((0, 3)), CPU).shape == (0, 11)  # grid points
+    assert three.transform(np.zeros((0, 11)), CPU).shape == (0, 3)
+
+
+def test_identical_curves_get_one_null_component_not_ten():
+    projection = CurveProjection.fit(np.full((30, 12), 5.0), "fpca", None, CPU)
+    assert projection.n_scores == 1
+    np.testing.assert_allclose(projection.mean_, 5.0)
 
 
 def test_fpca_on_the_gpu_matches_the_cpu(gpu, theoph_curves):
