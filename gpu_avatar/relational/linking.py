@@ -174,8 +174,6 @@ def enriched_table(
     ``series_features``: those of its time-series children)."""
     table = data[name]
     variables = db.variables(name)
-    if not variables:
-        raise AvatarError(f"table {name!r} has no variable besides its keys; nothing to avatarize")
     frame = table[variables].reset_index(drop=True)
     types = {c: k for c, k in db.tables[name].types.items() if c in variables}
     parts = [frame]
@@ -211,6 +209,12 @@ def enriched_table(
                 )
             parts.append(features)
             types.update(dict.fromkeys(features.columns, CONTINUOUS))
+            variables = variables + list(features.columns)
+    if not variables:
+        raise AvatarError(
+            f"table {name!r} has no variable besides its keys (nor time series); nothing to "
+            "avatarize"
+        )
     return pd.concat(parts, axis=1), types
 
 

@@ -294,19 +294,20 @@ def database_privacy_metrics(
     for name in order:
         if not db.is_individual_level(name):
             continue
-        out.append(
-            ScenarioResult(
-                name,
-                STANDALONE,
-                name,
-                measure(
-                    table_variables(result, name, False),
-                    table_variables(result, name, True),
-                    table_types(result, name),
+        if db.variables(name):  # a table of keys (and time series) alone: nothing standalone
+            out.append(
+                ScenarioResult(
                     name,
-                ),
+                    STANDALONE,
+                    name,
+                    measure(
+                        table_variables(result, name, False),
+                        table_variables(result, name, True),
+                        table_types(result, name),
+                        name,
+                    ),
+                )
             )
-        )
         for link in db.children_of(name):
             original, avatar, types = _top_enriched(result, name, link)
             out.append(
@@ -346,6 +347,8 @@ def database_signal_metrics(result: DatabaseAvatarizationResult, **options: Any)
     db = result.database
     out = ScenarioMetrics()
     for name in db.topological_order():
+        if not db.variables(name):  # a table of keys (and time series) alone
+            continue
         out.append(
             ScenarioResult(
                 name,

@@ -466,7 +466,7 @@ def _database_part(
                      if e.table == table and e.scenario == STANDALONE), None)
 
     parts = []
-    for table in order:
+    for table in (t for t in order if db.variables(t)):  # keys (and time series) alone: none
         run = result.table_results[table]
         parameters = {key: run.parameters.as_dict()[key]
                       for key in ("k", "ncp", "categorical", "imputation", "backend")}  # fmt: skip

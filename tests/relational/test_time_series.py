@@ -39,7 +39,8 @@ def theoph(samples: pd.DataFrame | None = None, **options) -> ga.Database:
 def chickweight(measures: pd.DataFrame | None = None, chicks=None) -> ga.Database:
     db = ga.Database()
     chicks = read_dataset("chickweight_chicks.csv") if chicks is None else chicks
-    db.add_table("chick", chicks, primary_key="chick", types={"Diet": "categorical"})
+    types = {"Diet": "categorical"} if "Diet" in chicks else None
+    db.add_table("chick", chicks, primary_key="chick", types=types)
     measures = read_dataset("chickweight_measures.csv") if measures is None else measures
     db.add_table("measures", measures, primary_key="measure_id", time="day")
     db.add_link("chick", "chick", "measures", "chick", method="time_series")
@@ -133,6 +134,16 @@ def test_curves_under_a_non_individual_parent_are_measured_for_its_individuals()
     assert (entry.table, entry.reference, entry.via) == ("chick", "measures", "visit")
     summary = result.metrics_summary(privacy).set_index(["table", "reference"])
     assert summary.loc[("chick", "measures"), "scenario"] == TIME_SERIES_ENRICHED
+
+
+def test_individuals_holding_only_their_key_and_series():
+    """chickweight_chicks[["chick"]]: the chicks' only variables are their curves' features;
+    avatarized, measured in the individual + curve space (no standalone: nothing to compare)."""
+    chicks = read_dataset("chickweight_chicks.csv")[["chick"]]
+    result = ga.avatarize_database(chickweight(chicks=chicks), k=CHICK_K, ncp=5, seed=0)
+    assert len(result.tables["chick"]) == 50 and len(result.tables["measures"]) > 0
+    assert [(e.table, e.scenario) for e in result.privacy_metrics()
+            if e.scenario != "to_top_enriched"] == [("chick", TIME_SERIES_ENRICHED)]
 
 
 def test_same_seed_same_curves_and_another_seed_others():
