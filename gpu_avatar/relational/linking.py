@@ -378,6 +378,13 @@ def avatarize_database(
         )
     data = {name: frame.reset_index(drop=True) for name, frame in db.validate().items()}
     order = db.topological_order()
+    for link in db.links:
+        if link.method == "time_series" and link.child in (overrides or {}):
+            raise AvatarError(
+                f"overrides[{link.child!r}]: the time-series table {link.child!r} is not "
+                f"avatarized on its own but with its parent {link.parent!r}; give these "
+                f"parameters to {link.parent!r} instead"
+            )
     per_table = table_parameters(base, overrides, order)
     steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
     backend = resolve_backend(base.backend)

@@ -321,6 +321,16 @@ def test_bad_declarations_are_refused_with_their_fix():
         declare(samples, method="minimum_distance", n_points=5)
     with pytest.raises(AvatarError, match="n_components = 20 exceeds the grid of n_points = 11"):
         ga.avatarize_database(theoph(n_components=20), k=4)
+    with pytest.raises(AvatarError, match="n_components = 3 does not apply to "
+                                          "projection='flatten'.*drop n_components"):
+        declare(samples, projection="flatten", n_components=3)
+    flat = ga.avatarize_database(theoph(projection="flatten", n_points=4), k=4, ncp=3, seed=0)
+    assert flat.series_models[("samples", "subject")].projections["concentration"].n_scores == 4
+    with pytest.raises(AvatarError, match="time='subject' is the foreign key of the link"):
+        declare(samples, time="subject")
+    with pytest.raises(AvatarError, match=r"overrides\['samples'\]: the time-series table "
+                                          "'samples' is not avatarized on its own.*to 'subject'"):
+        ga.avatarize_database(theoph(), k=4, overrides={"samples": {"k": 3}})
     orphan = ga.Database().add_table("samples", samples, primary_key="sample_id", time="hours")
     with pytest.raises(AvatarError, match="declares time='hours' but no parent links it"):
         ga.avatarize_database(orphan, k=4)
