@@ -34,7 +34,8 @@ otherwise be ignored); every problem is an ``AvatarError`` naming the file and t
 A database server instead of files (``Database.from_sql``): ``url`` names it (an SQLite path
 relative to this YAML file), every table is read with its keys (``include: [...]``: only
 those), ``tables`` entries then only set a table's ``primary_key``, ``types`` and overrides
-(no ``path``), and ``links`` set a foreign key's method or add one the schema lacks:
+(no ``path``, and no ``time``: time series are read from files), and ``links`` set a
+foreign key's method or add one the schema lacks:
 
 ```yaml
 url: postgresql://analyst@db.example.org/hospital   # the password: in ~/.pgpass or the URL
@@ -141,7 +142,13 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         raise AvatarError(f"{path}: {error}") from error
     allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
     if url is not None:
-        del allowed["path"], allowed["sep"], allowed["time"]  # time series: from files
+        del allowed["path"], allowed["sep"], allowed["time"]
+        for name, entry in (tables or {}).items():
+            if isinstance(entry, Mapping) and "time" in entry:
+                raise AvatarError(
+                    f"{path}: tables.{name}: time series (time=) need tables read from files "
+                    "(path), not from 'url'; export the table to a file and declare it there"
+                )
     specs = {str(name): _check_keys(entry, allowed, f"{path}: tables.{name}")
              for name, entry in (tables or {}).items()}
     links = [_check_keys(entry, LINK_KEYS, f"{path}: links[{i}]") for i, entry in enumerate(links)]

@@ -369,6 +369,10 @@ def test_yaml_and_the_command_line_declare_time_series(tmp_path):
     path.write_text(YAML.replace("DATA", "data").replace("EXTRA", ", grid: 3"))
     with pytest.raises(AvatarError, match=r"links\[0\]: unknown key\(s\) \['grid'\]"):
         load_database_config(path)
+    path.write_text("url: sqlite:///db.sqlite\ntables:\n  samples: {time: hours}\n")
+    with pytest.raises(AvatarError, match="tables.samples: time series .time=. need tables "
+                                          "read from files"):
+        load_database_config(path)
 
 
 def test_french_report_draws_the_curves(tmp_path):
