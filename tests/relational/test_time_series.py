@@ -146,6 +146,16 @@ def test_individuals_holding_only_their_key_and_series():
             if e.scenario != "to_top_enriched"] == [("chick", TIME_SERIES_ENRICHED)]
 
 
+def test_a_database_of_time_series_on_the_gpu_matches_the_cpu(gpu):
+    on_gpu = ga.avatarize_database(theoph(), k=4, ncp=5, seed=0, backend="gpu")
+    cpu = run("theoph")
+    for name, table in cpu.tables.items():
+        pd.testing.assert_frame_equal(on_gpu.tables[name], table, check_exact=False, rtol=1e-9)
+    np.testing.assert_allclose(
+        on_gpu.time_series_metrics().iloc[:, 2:].to_numpy(dtype=float),
+        cpu.time_series_metrics().iloc[:, 2:].to_numpy(dtype=float), rtol=1e-9, atol=1e-12)
+
+
 def test_same_seed_same_curves_and_another_seed_others():
     first, again = run("theoph"), ga.avatarize_database(theoph(), k=4, ncp=5, seed=0)
     pd.testing.assert_frame_equal(first.tables["samples"], again.tables["samples"])
@@ -156,8 +166,8 @@ def test_same_seed_same_curves_and_another_seed_others():
 
 def test_short_series_missing_values_and_flatten():
     """Chicks with no series and with one point; missing weights inside series: their share
-    kept, the avatars' missing values only where a series has them; ``flatten`` keeps the grid
-    values as scores."""
+    kept, the avatars' missing values only in the weights of their series (no chick, key or
+    time missing); ``flatten`` keeps the grid values as scores."""
     measures = read_dataset("chickweight_measures.csv").astype({"weight": float})
     first_points = measures.groupby("chick").head(1).index
     measures = measures[~measures["chick"].isin(range(1, 6))]  # chicks 1-5: no series
@@ -172,9 +182,16 @@ def test_short_series_missing_values_and_flatten():
                                                      fill_value=0)
     assert (lengths == 0).any() and (lengths == 1).any()
     assert abs(avatar["weight"].isna().mean() - measures["weight"].isna().mean()) < 0.05
+    assert avatar.drop(columns="weight").notna().all().all()
+    assert result.tables["chick"].notna().all().all()
     flat = ga.avatarize_database(theoph(projection="flatten", n_points=8), k=4, seed=0)
-    model = flat.series_models[("samples", "subject")]
+    key = ("samples", "subject")
+    model = flat.series_models[key]
     assert model.projections["concentration"].n_scores == 8
+    _, curves = model.curves(flat.originals["samples"], flat.original_parent_rows[key], 12)
+    features = model.features(flat.originals["samples"], flat.original_parent_rows[key], 12, CPU)
+    np.testing.assert_array_equal(features.filter(like="concentration.t").to_numpy(),
+                                  curves["concentration"])
     assert_within_originals(flat.originals["samples"].drop(columns="sample_id"),
                             flat.tables["samples"].drop(columns="sample_id"), "hours", "subject")
 
