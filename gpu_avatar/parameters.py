@@ -29,7 +29,9 @@ ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbo
 METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")  # exact distance-rank reductions
 SINGLING_OUT_MODES = ("univariate", "multivariate")
 BACKENDS = ("auto", "cpu", "gpu")
-LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order")  # parent links
+LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order",
+                "time_series")  # parent links; time_series: the child holds curves
+SERIES_PROJECTIONS = ("fpca", "flatten")  # how a time-series link projects its curves
 # A database table may override these (``types`` are declared with the table; the seed and
 # the backend are the run's).
 ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by default

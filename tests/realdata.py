@@ -1,5 +1,6 @@
 """The real data sets the tests use: the package's bundled copy where it has the file (the
-same bytes as the shared one: AIDS and the tutorial database), else ``../shared/datasets``
+same bytes as the shared one: AIDS and the tutorial database), the tests' own copy
+(``tests/data``: the time series, see its README), else ``../shared/datasets``
 beside the repository or the folder named by ``$GPU_AVATAR_DATASETS``. A test whose data set
 is absent is skipped, saying where it looked."""
 
@@ -14,6 +15,7 @@ import pytest
 
 DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
 BUNDLED = Path(__file__).resolve().parents[1] / "gpu_avatar" / "data"
+TESTS_DATA = Path(__file__).resolve().parent / "data"
 
 
 def datasets_dir() -> Path:
@@ -26,7 +28,8 @@ def datasets_dir() -> Path:
 
 def read_dataset(name: str, **read_csv_options) -> pd.DataFrame:
     """A fresh copy of data set ``name`` (read once per session), or skip the test."""
-    path = BUNDLED / name if (BUNDLED / name).is_file() else datasets_dir() / name
+    path = next((folder / name for folder in (BUNDLED, TESTS_DATA) if (folder / name).is_file()),
+                datasets_dir() / name)
     if not path.is_file():
         pytest.skip(f"data set {path} not found (set {DATASETS_ENV_VAR})")
     return _read_cached(str(path), tuple(sorted(read_csv_options.items()))).copy()

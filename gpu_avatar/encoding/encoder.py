@@ -45,6 +45,29 @@ from .kinds import (
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 
+def seconds_per_tick(unit: str) -> float:
+    """Seconds in one tick of a datetime or timedelta unit ("s", "ms", "us", "ns")."""
+    return _NANOS_PER_UNIT[unit] / 1e9
+
+
+def time_ticks(series: pd.Series) -> np.ndarray:
+    """A datetime or timedelta column as its int64 ticks (datetimes: since the epoch, UTC;
+    NaT: the int64 minimum)."""
+    return series.array.asi8
+
+
+def ticks_to_times(ticks: np.ndarray, dtype: Any) -> pd.Series:
+    """int64 ``ticks`` (the int64 minimum: NaT) as a column of the datetime or timedelta
+    ``dtype`` (its unit and time zone)."""
+    unit = getattr(dtype, "unit", None) or np.datetime_data(dtype)[0]
+    kind = "m" if pd.api.types.is_timedelta64_dtype(dtype) else "M"
+    series = pd.Series(np.asarray(ticks, dtype=np.int64).view(f"{kind}8[{unit}]"))
+    tz = getattr(dtype, "tz", None)
+    if tz is not None:
+        series = series.dt.tz_localize("UTC").dt.tz_convert(tz)
+    return series.astype(dtype)
+
+
 @dataclass
 class ColumnSpec:
     """What the encoder learnt about one input column (merged over the chunks seen)."""
@@ -245,9 +268,9 @@ class TableEncoder:
     @staticmethod
     def continuous_values(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
         if spec.time_unit is not None:
-            ticks = series.array.asi8.astype(np.float64)
+            ticks = time_ticks(series).astype(np.float64)
             ticks[series.isna().to_numpy()] = np.nan
-            return ticks * (_NANOS_PER_UNIT[spec.time_unit] / 1e9)
+            return ticks * seconds_per_tick(spec.time_unit)
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
     @staticmethod
@@ -428,15 +451,10 @@ def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
 
 def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
     if spec.time_unit is not None:
-        ticks = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.time_unit]))
-        ints = ticks.astype(np.int64)
+        ints = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.time_unit])).astype(np.int64)
         if mask is not None:
             ints[mask] = np.iinfo(np.int64).min  # NaT
-        kind = "m" if pd.api.types.is_timedelta64_dtype(spec.dtype) else "M"
-        series = pd.Series(ints.view(f"{kind}8[{spec.time_unit}]"))
-        if spec.tz is not None:
-            series = series.dt.tz_localize("UTC").dt.tz_convert(spec.tz)
-        return series.astype(spec.dtype)
+        return ticks_to_times(ints, spec.dtype)
     if spec.is_integer:  # rounded, within the type (float64 rounds values near its limits out)
         limits = np.iinfo(np.dtype(getattr(spec.dtype, "numpy_dtype", spec.dtype)))
         highest = float(limits.max)

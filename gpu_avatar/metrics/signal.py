@@ -5,9 +5,9 @@ Order-free: the released, shuffled avatars are fine, and row counts may differ.
 - ``hellinger_per_variable``: ``H(P, Q) = ||sqrt P - sqrt Q||_2 / sqrt 2`` between the original
   and avatar distributions of each variable. Categorical: relative frequencies over the union
   of modalities, missing counted as one more modality. Continuous (datetimes as seconds):
-  ``bins`` (default 10) equal-width bins spanning the minimum to the maximum of BOTH samples'
-  non-missing values together (one edge set per variable, shared by both), plus one bin for
-  missing values; a constant variable is one bin.
+  ``bins`` (default ``HELLINGER_BINS``) equal-width bins spanning the minimum to the maximum
+  of BOTH samples' non-missing values together (one edge set per variable, shared by both),
+  plus one bin for missing values; a constant variable is one bin.
 - ``hellinger_mean``, ``hellinger_std``: mean and population std over variables.
 - ``correlation_difference_ratio``: mean over pairs of continuous variables of
   ``|rho_original - rho_avatar|`` (Pearson, pairwise-complete observations), in %; pairs where
@@ -30,6 +30,8 @@ from ..errors import AvatarError
 from ..parameters import check_integer, check_types
 from .checks import check_same_table
 from .targets import SIGNAL_TARGETS, metrics_frame
+
+HELLINGER_BINS = 10  # equal-width bins of a continuous variable
 
 
 @dataclass
@@ -98,7 +100,7 @@ def signal_metrics(
     avatars: pd.DataFrame,
     *,
     types: Mapping[Any, str] | None = None,
-    bins: int = 10,
+    bins: int = HELLINGER_BINS,
     backend: str | Backend = "auto",
 ) -> SignalMetrics:
     """Signal metrics between ``original`` and ``avatars`` (any row order; see module doc).

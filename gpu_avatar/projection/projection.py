@@ -49,6 +49,22 @@ def chunk_rows(row_bytes: int, budget: int = _CHUNK_BYTES) -> int:
     return max(1024, budget // max(row_bytes, 1))
 
 
+def sorted_axes(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (decreasing, negative rounding errors set to 0) and eigenvectors (columns)
+    of the symmetric ``gram``, by ``eigh`` on the host, numerically null axes dropped (the
+    first always kept: where nothing varies, one null axis); each axis's sign fixed so that
+    its largest-magnitude loading is positive (the same axes whichever backend made ``gram``)."""
+    eigenvalues, eigenvectors = np.linalg.eigh(gram)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues, eigenvectors = np.maximum(eigenvalues[order], 0.0), eigenvectors[:, order]
+    keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
+    keep[0] = True
+    eigenvalues, eigenvectors = eigenvalues[keep], eigenvectors[:, keep]
+    largest = np.abs(eigenvectors).argmax(axis=0)
+    eigenvectors *= np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
+    return eigenvalues, eigenvectors
+
+
 class Projection:
     """FAMD/PCA/MCA on an ``EncodedTable``.
 
@@ -93,14 +109,7 @@ class Projection:
                 f"column_weights up to {weights.max():.3g} overflow the projection; use "
                 "weights of a sensible scale (e.g. between 0.01 and 100)"
             )
-        eigenvalues, eigenvectors = np.linalg.eigh(weighted)
-        order = np.argsort(eigenvalues)[::-1]
-        eigenvalues, eigenvectors = eigenvalues[order], eigenvectors[:, order]
-        keep = eigenvalues > _NULL_EIGENVALUE * max(eigenvalues[0], np.finfo(float).tiny)
-        keep[0] = True  # a table where nothing varies still gets one (null) axis
-        eigenvalues, eigenvectors = np.maximum(eigenvalues[keep], 0.0), eigenvectors[:, keep]
-        largest = np.abs(eigenvectors).argmax(axis=0)
-        eigenvectors *= np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
+        eigenvalues, eigenvectors = sorted_axes(weighted)
         components = eigenvectors.T
         if self.kind != MCA_KIND:
             components = components / np.sqrt(weights)

@@ -16,18 +16,26 @@ tables:
   visit:
     path: visit.csv
     primary_key: visit_id
+  samples:                     # a table of time series: its time column
+    path: samples.csv
+    primary_key: sample_id
+    time: hours
 links:
   - {parent: patient, child: visit, foreign_key: patient_id, method: linear_sum_assignment}
+  - {parent: patient, child: samples, foreign_key: patient_id, method: time_series,
+     n_points: 12, n_components: 3, projection: fpca}    # the last three optional
 ```
 
 Link keys: ``parent``, ``child``, ``foreign_key``, optional ``parent_key`` (the parent's primary
-key by default), ``method`` and ``drop_orphans``. Unknown keys are refused (a typo would
+key by default), ``method``, ``drop_orphans`` and, for ``time_series``, ``n_points``,
+``n_components`` and ``projection``. Unknown keys are refused (a typo would
 otherwise be ignored); every problem is an ``AvatarError`` naming the file and the entry.
 
 A database server instead of files (``Database.from_sql``): ``url`` names it (an SQLite path
 relative to this YAML file), every table is read with its keys (``include: [...]``: only
 those), ``tables`` entries then only set a table's ``primary_key``, ``types`` and overrides
-(no ``path``), and ``links`` set a foreign key's method or add one the schema lacks:
+(no ``path``, and no ``time``: time series are read from files), and ``links`` set a
+foreign key's method or add one the schema lacks:
 
 ```yaml
 url: postgresql://analyst@db.example.org/hospital   # the password: in ~/.pgpass or the URL
@@ -62,9 +70,10 @@ RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
 TOP_LEVEL = {"tables": False, "links": False, "assignment_block_size": False, "url": False,
              "schema": False, "include": False, **dict.fromkeys(RUN_PARAMETERS, False)}
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
-              "sep": False, **dict.fromkeys(TABLE_OVERRIDES, False)}
+              "sep": False, "time": False, **dict.fromkeys(TABLE_OVERRIDES, False)}
+SERIES_KEYS = ("n_points", "n_components", "projection")  # of a time_series link
 LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": False,
-             "method": False, "drop_orphans": False}
+             "method": False, "drop_orphans": False, **dict.fromkeys(SERIES_KEYS, False)}
 
 
 @dataclass
@@ -133,7 +142,13 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         raise AvatarError(f"{path}: {error}") from error
     allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
     if url is not None:
-        del allowed["path"], allowed["sep"]
+        del allowed["path"], allowed["sep"], allowed["time"]
+        for name, entry in (tables or {}).items():
+            if isinstance(entry, Mapping) and "time" in entry:
+                raise AvatarError(
+                    f"{path}: tables.{name}: time series (time=) need tables read from files "
+                    "(path), not from 'url'; export the table to a file and declare it there"
+                )
     specs = {str(name): _check_keys(entry, allowed, f"{path}: tables.{name}")
              for name, entry in (tables or {}).items()}
     links = [_check_keys(entry, LINK_KEYS, f"{path}: links[{i}]") for i, entry in enumerate(links)]
@@ -177,6 +192,7 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
         database.add_table(
             name, data, primary_key=spec["primary_key"],
             individual_level=spec.get("individual_level"), types=dict(spec.get("types") or {}),
+            time=spec.get("time"),
         )
     for index, spec in enumerate(links):
         parent, child = str(spec["parent"]), str(spec["child"])  # as the tables' names
@@ -188,6 +204,7 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
                 parent, parent_key, child, spec["foreign_key"],
                 method=spec.get("method", "linear_sum_assignment"),
                 drop_orphans=spec.get("drop_orphans", False),
+                **{key: spec[key] for key in SERIES_KEYS if key in spec},
             )
         except GpuAvatarError as error:
             raise AvatarError(f"links[{index}]: {error}") from error

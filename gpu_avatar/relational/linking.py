@@ -15,6 +15,11 @@ For every table in topological order:
 4. drop the enrichment, write fresh primary keys (never an original value) and the chosen
    parent's new key in each foreign key; children of this table link to these new keys.
 
+A ``time_series`` child is not avatarized row by row: its parent is enriched with the features
+of its curves (lengths, starts, spans, FPCA scores, missing shares; see ``time_series``), and
+after the parent's avatarization each avatar parent's curves are rebuilt from its own features,
+with fresh keys (released grouped by series, in the parent's release order, then by time).
+
 A child without a parent (a missing foreign key) is kept: its parent's columns are missing,
 and a "has a parent" variable (``presence_name``) is avatarized with the rest, so the avatars
 keep the share of children without a parent; those get a missing foreign key and no parent.
@@ -23,6 +28,7 @@ keep the share of children without a parent; those get a missing foreign key and
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +57,7 @@ from .assignment import (
     round_preserving_sum,
 )
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
+from .time_series import SeriesModel, fit_series
 
 logger = logging.getLogger("gpu_avatar")
 COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
@@ -113,6 +120,7 @@ class DatabaseAvatarizationResult:
     avatar_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
     parameters: AvatarParameters  # the run's, for every table (seed: the run's entropy)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per table
+    series_models: dict[tuple[str, str], SeriesModel] = field(default_factory=dict, repr=False)
 
     def privacy_metrics(self, **options: Any):
         """Privacy per (table, scenario, reference table); see ``scenarios``."""
@@ -125,6 +133,12 @@ class DatabaseAvatarizationResult:
         from .scenarios import database_signal_metrics
 
         return database_signal_metrics(self, **options)
+
+    def time_series_metrics(self) -> pd.DataFrame:
+        """Signal of every time-series link per measurement variable; see ``scenarios``."""
+        from .scenarios import time_series_signal
+
+        return time_series_signal(self)[0]
 
     def metrics_summary(self, privacy=None) -> pd.DataFrame:
         """Rows: individual-level tables; columns: tables; cells: the worst scenario."""
@@ -154,12 +168,12 @@ def enriched_table(
     name: str,
     data: Mapping[str, pd.DataFrame],
     parent_positions: Mapping[tuple[str, str], np.ndarray],
+    series_features: Mapping[tuple[str, str], pd.DataFrame],
 ) -> tuple[pd.DataFrame, dict[Any, str]]:
-    """The table to avatarize for ``name`` and its column types (see the module docstring)."""
+    """The table to avatarize for ``name`` and its column types (see the module docstring;
+    ``series_features``: those of its time-series children)."""
     table = data[name]
     variables = db.variables(name)
-    if not variables:
-        raise AvatarError(f"table {name!r} has no variable besides its keys; nothing to avatarize")
     frame = table[variables].reset_index(drop=True)
     types = {c: k for c, k in db.tables[name].types.items() if c in variables}
     parts = [frame]
@@ -185,6 +199,22 @@ def enriched_table(
             counts = children_counts(rows, len(table)).astype(np.float64)
             parts.append(pd.DataFrame({count_name(link): counts}))
             types[count_name(link)] = CONTINUOUS
+        elif link.method == "time_series":
+            features = series_features[(link.child, link.foreign_key)]
+            clash = [c for c in features.columns if any(c in part for part in parts)]
+            if clash:
+                raise AvatarError(
+                    f"table {name!r}: columns {clash} clash with the features of its time "
+                    f"series {link.child!r}; rename them"
+                )
+            parts.append(features)
+            types.update(dict.fromkeys(features.columns, CONTINUOUS))
+            variables = variables + list(features.columns)
+    if not variables:
+        raise AvatarError(
+            f"table {name!r} has no variable besides its keys (nor time series); nothing to "
+            "avatarize"
+        )
     return pd.concat(parts, axis=1), types
 
 
@@ -267,12 +297,12 @@ def _unshuffled_table(
     new_keys: Mapping[str, np.ndarray],
     avatar_positions: Mapping[tuple[str, str], np.ndarray],
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """Avatar table ``name`` with the original's columns and dtypes, row i = avatar of row i:
-    primary keys ``fresh``, numbered in the release order, and the parents' new keys; and
-    those primary keys."""
+    """Avatar table ``name`` with the original's columns and dtypes, row i = avatar of row i
+    (of a time series: its rows as rebuilt): primary keys ``fresh``, numbered in the release
+    order, and the parents' new keys; and those primary keys."""
     primary_key = db.tables[name].primary_key
     parent_of_key = {link.foreign_key: link.parent for link in db.parents_of(name)}
-    keys = np.empty(len(table), dtype=fresh.dtype)  # not object: no boxed integer per row
+    keys = np.empty(len(avatars), dtype=fresh.dtype)  # not object: no boxed integer per row
     keys[release_order] = fresh
     output = {}
     for column in table.columns:
@@ -294,6 +324,24 @@ def _unshuffled_table(
             dtype = values.dtype
         output[column] = values.astype(dtype)
     return pd.DataFrame(output, columns=table.columns), keys
+
+
+def _series_avatars(
+    db: Database, link: Link, model: SeriesModel, parent_avatars: pd.DataFrame,
+    parent_release: np.ndarray, sequence: np.random.SeedSequence, backend: Backend,
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The rebuilt series of every avatar parent: its time and measurement columns in the
+    original dtypes (integers rounded), the avatar parent (position) of every row, and the
+    release order (series in the parent's release order, then by time)."""
+    table = db.tables[link.child].data
+    rows, times, values = model.rebuild(
+        parent_avatars[list(model.names())], np.random.default_rng(sequence), backend
+    )
+    columns = {model.time: model.time_column(times, table[model.time].dtype)}
+    for variable, column in values.items():
+        integer = pd.api.types.is_integer_dtype(table[variable].dtype)
+        columns[variable] = pd.Series(np.round(column) if integer else column)
+    return pd.DataFrame(columns), rows, np.argsort(parent_release[rows], kind="stable")
 
 
 def avatarize_database(
@@ -330,6 +378,13 @@ def avatarize_database(
         )
     data = {name: frame.reset_index(drop=True) for name, frame in db.validate().items()}
     order = db.topological_order()
+    for link in db.links:
+        if link.method == "time_series" and link.child in (overrides or {}):
+            raise AvatarError(
+                f"overrides[{link.child!r}]: the time-series table {link.child!r} is not "
+                f"avatarized on its own but with its parent {link.parent!r}; give these "
+                f"parameters to {link.parent!r} instead"
+            )
     per_table = table_parameters(base, overrides, order)
     steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
     backend = resolve_backend(base.backend)
@@ -347,46 +402,93 @@ def avatarize_database(
     reports: list[LinkReport] = []
     unshuffled: dict[str, pd.DataFrame] = {}
     released: dict[str, pd.DataFrame] = {}
+    models: dict[tuple[str, str], SeriesModel] = {}
+    released_at: dict[str, np.ndarray] = {}  # a time-series parent's rows' release positions
+    projection_seconds: dict[str, float] = {}  # a time-series table's, until it is rebuilt
     for index, name in enumerate(order):
         table = data[name]
         n = len(table)
-        # first: finding fresh keys takes far more memory than they hold
-        fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
-        enriched, types = enriched_table(db, name, data, positions)
-        table_k = per_table[name].k
-        if table_k >= n:
-            raise AvatarError(
-                f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}; give "
-                f"the table its own k, e.g. overrides={{{name!r}: {{'k': {max(2, n // 4)}}}}}"
-            )
         table_sequence = np.random.SeedSequence(sequence.entropy, spawn_key=(index,))
-        logger.info("avatarizing table %s (%d rows)", name, n)
-        steps.start(f"table {name}")
-        result = avatarize(
-            enriched,
-            parameters=per_table[name].replace(seed=table_sequence, backend=backend, types=types),
-        )
-        del enriched  # with the result's originals and shuffled avatars: only these are kept
-        runs[name] = TableRun(
-            result.parameters, result.projection_kind, result.timings, result.batches
-        )
-        avatars = result.sensitive_unshuffled_avatars
-        del result
-        steps.advance()
-        for link in db.parents_of(name):
-            steps.start(f"link {link.parent} -> {name}")
-            key = (link.child, link.foreign_key)
-            report, avatar_positions[key] = _relink(
-                db, link, avatars, kept[link.parent], positions[key], backend, assignment_block_size
+        series_link = next((lk for lk in db.parents_of(name) if lk.method == "time_series"), None)
+        if series_link is not None:
+            key = (name, series_link.foreign_key)
+            steps.start(f"table {name}")
+            started = time.perf_counter()
+            avatars, avatar_positions[key], release_order = _series_avatars(
+                db, series_link, models[key], kept[series_link.parent],
+                released_at[series_link.parent], table_sequence, backend,
             )
-            reports.append(report)
+            runs[name] = TableRun(per_table[name], series_link.series_options[2], {
+                "projection": projection_seconds.pop(name),
+                "rebuild": time.perf_counter() - started,
+            })
+            fresh = fresh_identifiers(table[db.tables[name].primary_key], len(avatars))
             steps.advance()
+            steps.start(f"link {series_link.parent} -> {name}")
+            reports.append(LinkReport(
+                series_link.parent, name, series_link.foreign_key, series_link.method,
+                cardinality_similarity(positions[key], len(kept[series_link.parent]),
+                                       avatar_positions[key], len(kept[series_link.parent])),
+                0.0,
+            ))
+            steps.advance()
+        else:
+            # first: finding fresh keys takes far more memory than they hold
+            fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
+            series_features = {}
+            for link in db.children_of(name):
+                if link.method == "time_series":
+                    key = (link.child, link.foreign_key)
+                    started = time.perf_counter()
+                    models[key], series_features[key] = fit_series(
+                        link.child, data[link.child][db.variables(link.child)],
+                        db.tables[link.child].time, positions[key], n, link.series_options,
+                        backend,
+                    )
+                    projection_seconds[link.child] = time.perf_counter() - started
+            enriched, types = enriched_table(db, name, data, positions, series_features)
+            del series_features
+            table_k = per_table[name].k
+            if table_k >= n:
+                raise AvatarError(
+                    f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}; "
+                    f"give the table its own k, e.g. overrides={{{name!r}: "
+                    f"{{'k': {max(2, n // 4)}}}}}"
+                )
+            logger.info("avatarizing table %s (%d rows)", name, n)
+            steps.start(f"table {name}")
+            result = avatarize(
+                enriched,
+                parameters=per_table[name].replace(
+                    seed=table_sequence, backend=backend, types=types
+                ),
+            )
+            del enriched  # with the result's originals and shuffled avatars: only these kept
+            runs[name] = TableRun(
+                result.parameters, result.projection_kind, result.timings, result.batches
+            )
+            avatars = result.sensitive_unshuffled_avatars
+            del result
+            steps.advance()
+            for link in db.parents_of(name):
+                steps.start(f"link {link.parent} -> {name}")
+                key = (link.child, link.foreign_key)
+                report, avatar_positions[key] = _relink(
+                    db, link, avatars, kept[link.parent], positions[key], backend,
+                    assignment_block_size,
+                )
+                reports.append(report)
+                steps.advance()
+            release_order = shuffle_order(n, table_sequence)
         children = db.children_of(name)
         if children:
             counts = [count_name(lk) for lk in children if lk.method == "linear_sum_assignment"]
-            kept[name] = avatars[db.variables(name) + counts]
+            features = [c for lk in children if lk.method == "time_series"
+                        for c in models[(lk.child, lk.foreign_key)].names()]
+            kept[name] = avatars[db.variables(name) + counts + features]
+            if features:
+                released_at[name] = np.argsort(release_order)
 
-        release_order = shuffle_order(n, table_sequence)
         unshuffled[name], keys = _unshuffled_table(
             db, name, table, avatars, fresh, release_order, new_keys, avatar_positions
         )
@@ -397,6 +499,7 @@ def avatarize_database(
         for parent in {link.parent for link in db.parents_of(name)}:
             if all(order.index(lk.child) <= index for lk in db.children_of(parent)):
                 del kept[parent], new_keys[parent]  # its last child is linked
+                released_at.pop(parent, None)
 
     for report in reports:
         link_child = released[report.child][report.foreign_key].dropna()
@@ -415,4 +518,5 @@ def avatarize_database(
         avatar_parent_rows=avatar_positions,
         parameters=base.replace(seed=int(sequence.entropy), backend=backend.name),
         overrides={t: dict(overrides[t]) for t in (overrides or {})},
+        series_models=models,
     )

@@ -12,22 +12,30 @@ Privacy, reported for an individual-level table I against a reference table:
 - ``to_bottom_id_propagated``: a table T enriched with the columns of a parent P broadcast
   through the foreign key; reported as (T, P) when T is individual-level, otherwise as (I, T)
   for every individual-level ancestor I of T (the rows are I's children).
+- ``time_series_enriched``: for each time-series link P -> C, P plus the features of its
+  curves in C (length, start, span, scores on the originals' FPCA, missing shares), the
+  avatars' from their released curves projected the same way; reported as (P, C) when P is
+  individual-level, otherwise as (I, C) for every individual-level ancestor I of P (P's rows
+  are I's children). ``to_bottom_id_propagated`` does not apply to a time-series table: its
+  rows are rebuilt, not paired with the originals'.
 Signal: ``standalone`` for every table; ``to_top_enriched`` (parent + aggregated children,
 Hellinger) and ``to_bottom_information_propagated`` (child + broadcast parent columns,
-correlation difference) for every link.
+correlation difference) for every link; per time-series variable, ``time_series_signal``.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..backend import resolve_backend
 from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..metrics.privacy import PrivacyMetrics, privacy_metrics
-from ..metrics.signal import SignalMetrics, signal_metrics
+from ..metrics.signal import HELLINGER_BINS, SignalMetrics, continuous_hellinger, signal_metrics
 from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from .linking import DatabaseAvatarizationResult, broadcast_name
 from .schema import NO_PARENT, children_counts, take_parents
@@ -36,6 +44,7 @@ STANDALONE = "standalone"
 TO_TOP_ENRICHED = "to_top_enriched"
 TO_BOTTOM_ID_PROPAGATED = "to_bottom_id_propagated"
 TO_BOTTOM_INFORMATION_PROPAGATED = "to_bottom_information_propagated"
+TIME_SERIES_ENRICHED = "time_series_enriched"
 
 
 @dataclass
@@ -153,6 +162,103 @@ def _bottom_propagated(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     return frames[0], frames[1], types
 
 
+def series_sides(result, link) -> tuple[Any, list[tuple[pd.DataFrame, Any, dict]]]:
+    """(model, [(child table, its layout, each variable's curves on the grid)] for the
+    originals and for the unshuffled avatars) of a time-series link."""
+    key = (link.child, link.foreign_key)
+    model = result.series_models[key]
+    sides = []
+    for avatar, source, rows in (
+        (False, result.originals, result.original_parent_rows[key]),
+        (True, result.sensitive_unshuffled_tables, result.avatar_parent_rows[key]),
+    ):
+        child = source[link.child]
+        n_parents = len(table_variables(result, link.parent, avatar))
+        sides.append((child, *model.curves(child, rows, n_parents)))
+    return model, sides
+
+
+def _series_enriched(result, link) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    model, sides = series_sides(result, link)
+    backend = resolve_backend(result.parameters.backend)
+    frames = [
+        pd.concat([table_variables(result, link.parent, avatar),
+                   model._features(child, series, curves, backend)], axis=1)
+        for avatar, (child, series, curves) in zip((False, True), sides, strict=True)
+    ]
+    types = table_types(result, link.parent)
+    types.update(dict.fromkeys(model.names(), CONTINUOUS))
+    return frames[0], frames[1], types
+
+
+def lag1_autocorrelation(lengths: np.ndarray, values: np.ndarray) -> float:
+    """Pooled lag-1 autocorrelation of series (``values`` sorted by series then time, series
+    of ``lengths`` points): sum over the pairs of consecutive points of a series, both
+    observed, of the products of their deviations from their series' mean (of its observed
+    values), over the sum of the squared deviations of the observed points of the series of
+    two points or more."""
+    series = np.repeat(np.arange(len(lengths)), lengths)
+    observed = ~np.isnan(values)
+    counts = np.bincount(series[observed], minlength=len(lengths))
+    sums = np.bincount(series[observed], weights=values[observed], minlength=len(lengths))
+    deviation = values - (sums / np.maximum(counts, 1))[series]
+    same = series[1:] == series[:-1]
+    products = (deviation[:-1] * deviation[1:])[same]
+    squares = deviation[observed & (counts[series] > 1)] ** 2
+    return float(np.nansum(products) / squares.sum()) if squares.sum() > 0 else 0.0
+
+
+def mean_curve_distance(original: np.ndarray, avatar: np.ndarray) -> float:
+    """Mean over the grid points of |avatar mean curve - original mean curve| / the
+    originals' point-wise std (1 where it is 0); curves (individuals, grid points), a missing
+    curve a row of NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a grid point with no curve
+        spread = np.nanstd(original, axis=0)
+        gap = np.abs(np.nanmean(avatar, axis=0) - np.nanmean(original, axis=0))
+    return float(np.nanmean(gap / np.where(spread > 0, spread, 1.0)))
+
+
+def time_series_signal(result: DatabaseAvatarizationResult) -> tuple[pd.DataFrame, dict]:
+    """Per time-series link and measurement variable: ``hellinger`` (pooled values),
+    ``mean_curve_distance`` (mean over the normalised time grid of |avatar mean curve -
+    original mean curve| / the originals' point-wise std), ``autocorrelation_difference``
+    (|lag-1 autocorrelation of the originals - of the avatars|) and ``length_ks`` (KS
+    statistic between the series lengths, zeros included: 1 - the link's
+    ``cardinality_similarity``); and, per (table, variable), the mean curves and point-wise
+    stds on the grid (``"original mean"``, ``"original std"``, ``"avatar mean"``, ``"avatar
+    std"``) and ``"series"``: per side (originals, avatars), its layout and values sorted as
+    the layout."""
+    reports = {(r.child, r.foreign_key): r for r in result.links}
+    rows, curves = [], {}
+    for link in result.database.links:
+        if link.method != "time_series":
+            continue
+        model, sides = series_sides(result, link)
+        length_ks = 1.0 - reports[(link.child, link.foreign_key)].cardinality_similarity
+        for variable in model.variables:
+            series = [(layout, child[variable].to_numpy(dtype=np.float64)[layout.order])
+                      for child, layout, _ in sides]
+            (_, values_o), (_, values_a) = series
+            grids = [grid[variable] for _, _, grid in sides]
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a grid point with no curve
+                shape = {f"{side} {what}": function(grid, axis=0)
+                         for side, grid in zip(("original", "avatar"), grids, strict=True)
+                         for what, function in (("mean", np.nanmean), ("std", np.nanstd))}
+            curves[(link.child, variable)] = {**shape, "series": series}
+            rows.append({
+                "table": link.child, "variable": variable,
+                "hellinger": continuous_hellinger(values_o, values_a, bins=HELLINGER_BINS),
+                "mean_curve_distance": mean_curve_distance(*grids),
+                "autocorrelation_difference": abs(
+                    lag1_autocorrelation(series[0][0].lengths, values_o)
+                    - lag1_autocorrelation(series[1][0].lengths, values_a)),
+                "length_ks": length_ks,
+            })
+    return pd.DataFrame(rows), curves
+
+
 def individual_ancestors(result: DatabaseAvatarizationResult, table: str) -> list[str]:
     """Individual-level tables above ``table`` (through any chain of parents)."""
     db = result.database
@@ -188,19 +294,20 @@ def database_privacy_metrics(
     for name in order:
         if not db.is_individual_level(name):
             continue
-        out.append(
-            ScenarioResult(
-                name,
-                STANDALONE,
-                name,
-                measure(
-                    table_variables(result, name, False),
-                    table_variables(result, name, True),
-                    table_types(result, name),
+        if db.variables(name):  # a table of keys (and time series) alone: nothing standalone
+            out.append(
+                ScenarioResult(
                     name,
-                ),
+                    STANDALONE,
+                    name,
+                    measure(
+                        table_variables(result, name, False),
+                        table_variables(result, name, True),
+                        table_types(result, name),
+                        name,
+                    ),
+                )
             )
-        )
         for link in db.children_of(name):
             original, avatar, types = _top_enriched(result, name, link)
             out.append(
@@ -210,6 +317,13 @@ def database_privacy_metrics(
             )
     for name in order:
         for link in db.parents_of(name):
+            if link.method == "time_series":  # its rows are rebuilt, not paired with originals
+                metrics = measure(*_series_enriched(result, link), link.parent)
+                individual = db.is_individual_level(link.parent)
+                for table in [link.parent] if individual else individual_ancestors(result, name):
+                    out.append(ScenarioResult(table, TIME_SERIES_ENRICHED, name, metrics,
+                                              via=None if individual else link.parent))
+                continue
             original, avatar, types = _bottom_propagated(result, link)
             metrics = measure(original, avatar, types, name)
             if db.is_individual_level(name):
@@ -233,6 +347,8 @@ def database_signal_metrics(result: DatabaseAvatarizationResult, **options: Any)
     db = result.database
     out = ScenarioMetrics()
     for name in db.topological_order():
+        if not db.variables(name):  # a table of keys (and time series) alone
+            continue
         out.append(
             ScenarioResult(
                 name,

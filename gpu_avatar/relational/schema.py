@@ -34,6 +34,7 @@ class Table:
     individual_level: bool | None = None  # None: True when the table has no parent
     types: dict[Any, str] = field(default_factory=dict)
     sql: Any = field(default=None, repr=False)  # the reflected sqlalchemy.Table (from_sql)
+    time: Any = None  # the time column of a time-series table
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Link:
     foreign_key: str
     method: str = "linear_sum_assignment"
     drop_orphans: bool = False
+    series_options: tuple = (None, None, "fpca")  # n_points, n_components, projection
 
 
 class Database:
@@ -89,8 +91,11 @@ class Database:
         primary_key: str,
         individual_level: bool | None = None,
         types: Mapping[Any, str] | None = None,
+        time: Any = None,
     ) -> Database:
-        """Declare a table; ``types`` as in ``avatarize`` for its variables."""
+        """Declare a table; ``types`` as in ``avatarize`` for its variables; ``time`` names
+        the time column of a table of time series (then linked with ``method="time_series"``).
+        """
         if name in self.tables:
             raise AvatarError(f"table {name!r} is already declared")
         if not isinstance(data, pd.DataFrame):
@@ -113,7 +118,12 @@ class Database:
         for column in types:
             if column not in data.columns:
                 raise AvatarError(f"table {name!r}: types names unknown column {column!r}")
-        self.tables[name] = Table(name, data, primary_key, individual_level, types)
+        if time is not None and (time not in data.columns or time == primary_key):
+            raise AvatarError(
+                f"table {name!r}: time={time!r} must name a column other than the primary key "
+                f"(columns: {list(data.columns)})"
+            )
+        self.tables[name] = Table(name, data, primary_key, individual_level, types, time=time)
         return self
 
     def add_link(
@@ -124,11 +134,19 @@ class Database:
         foreign_key: str,
         method: str = "linear_sum_assignment",
         drop_orphans: bool = False,
+        *,
+        n_points: int | None = None,
+        n_components: int | None = None,
+        projection: str = "fpca",
     ) -> Database:
         """Declare ``child[foreign_key] -> parent[parent_key]`` and how to relink avatars.
 
-        ``method``: "linear_sum_assignment" (default), "minimum_distance" or
-        "original_order" (keeps each child with its own individual's avatar: sensitive).
+        ``method``: "linear_sum_assignment" (default), "minimum_distance",
+        "original_order" (keeps each child with its own individual's avatar: sensitive) or
+        "time_series" (the child, declared with ``time=``, holds each parent's curves; they
+        are avatarized with the parent, see ``relational.time_series``: ``n_points`` (grid
+        size, default the median series length), ``n_components`` (FPCA scores per variable,
+        default 95 % of the variance, at most 10), ``projection`` "fpca" or "flatten").
         ``drop_orphans=True`` drops child rows whose key has no parent instead of failing.
         """
         for table in (parent, child):
@@ -166,8 +184,32 @@ class Database:
                 stacklevel=2,
             )
         drop_orphans = check_flag(f"link {parent}->{child}: drop_orphans", drop_orphans)
-        self.links.append(Link(parent, parent_key, child, foreign_key, method, drop_orphans))
+        options = (n_points, n_components, projection)
+        try:
+            if method == "time_series":
+                options = self._check_series_link(parent, child, foreign_key, options)
+            elif options != (None, None, "fpca"):
+                raise AvatarError(
+                    "n_points, n_components and projection go with method='time_series'"
+                )
+        except AvatarError as error:
+            raise type(error)(f"link {parent}->{child}: {error}") from None
+        self.links.append(
+            Link(parent, parent_key, child, foreign_key, method, drop_orphans, options)
+        )
         return self
+
+    def _check_series_link(self, parent: str, child: str, foreign_key: Any, options: tuple):
+        """The checked options of a time-series link; its child holds series only."""
+        from .time_series import check_series_options, check_series_table
+
+        options = check_series_options(*options)
+        table = self.tables[child]
+        check_series_table(
+            f"table {child!r}", table.data, table.primary_key, foreign_key, table.time,
+            table.types,
+        )
+        return options
 
     # ----------------------------------------------------------------- structure
     def parents_of(self, table: str) -> list[Link]:
@@ -209,6 +251,19 @@ class Database:
         if not self.tables:
             raise AvatarError("the database has no table; call add_table first")
         self.topological_order()
+        series = {link.child for link in self.links if link.method == "time_series"}
+        for name, table in self.tables.items():
+            if table.time is not None and name not in series:
+                raise AvatarError(
+                    f"table {name!r} declares time={table.time!r} but no parent links it as "
+                    f"time series: add_link(PARENT, KEY, {name!r}, FOREIGN_KEY, "
+                    "method='time_series')"
+                )
+            if name in series and len(self.parents_of(name)) + len(self.children_of(name)) > 1:
+                raise AvatarError(
+                    f"a time-series table ({name!r}) has one parent and no child; link the "
+                    "others to its parent"
+                )
         data = {}
         for name, table in self.tables.items():
             if table.data.empty:

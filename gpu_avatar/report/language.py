@@ -253,6 +253,31 @@ FRENCH: dict[str, str] = {
     "colonnes : la table à laquelle elles sont comparées. Chaque cellule est le pire "
     "scénario : taux de dissimulation et dissimulation locale médiane (DL) ; conforme signifie "
     "{rule}.",
+    # time series
+    "Time series": "Séries temporelles",
+    "Hellinger distance of the pooled values; mean-curve distance: mean over each series' "
+    "normalised time of |avatar mean - original mean| / the originals' point-wise std; "
+    "difference of the lag-1 autocorrelations; Kolmogorov-Smirnov statistic of the series "
+    "lengths.":
+        "Distance de Hellinger des valeurs regroupées ; distance des courbes moyennes : moyenne "
+        "sur le temps normalisé de chaque série de |moyenne des avatars - moyenne d'origine| / "
+        "l'écart-type ponctuel d'origine ; différence des autocorrélations d'ordre 1 ; "
+        "statistique de Kolmogorov-Smirnov des longueurs de séries.",
+    "time since the series' start": "temps depuis le début de la série",
+    "time since the series' start ({unit})": "temps depuis le début de la série ({unit})",
+    "hours": "heures", "days": "jours",
+    "a sample of curves": "un échantillon de courbes",
+    "originals: mean +/- std": "origine : moyenne +/- écart-type",
+    "originals: mean": "origine : moyenne",
+    "avatars: mean": "avatars : moyenne",
+    "time within each series (0: start, 1: end)": "temps dans chaque série (0 : début, 1 : fin)",
+    "mean curves": "courbes moyennes",
+    "{link}, {variable}: a sample of original and avatar curves, and the mean curves on each "
+    "series' own span with the originals' band of one standard deviation.":
+        "{link}, {variable} : un échantillon de courbes d'origine et d'avatars, et les courbes "
+        "moyennes sur la durée propre de chaque série avec la bande d'un écart-type des "
+        "originaux.",
+    "curves of {variable}": "courbes de {variable}",
     "Links": "Liens", "parent": "parent", "child.foreign key": "enfant.clé étrangère",
     "method": "méthode", "cardinality similarity": "similarité des cardinalités",
     "referential integrity (%)": "intégrité référentielle (%)",

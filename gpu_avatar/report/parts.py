@@ -6,7 +6,9 @@
   when they are given;
 - a database part: ``parameters``, ``timings``, ``summary-matrix`` (green pass, red fail),
   ``links`` (one ``children-per-parent`` plot per link), ``privacy-scenarios``,
-  ``signal-scenarios``, ``advice`` when given, and ``tables`` (one table part per table).
+  ``signal-scenarios``, ``time-series`` (with a time-series link: its signal per variable and
+  one ``time-series`` plot per variable), ``advice`` when given, and ``tables`` (one table
+  part per table).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .plots import (
     distributions_plot,
     local_cloaking_plot,
     projection_plot,
+    time_series_plot,
 )
 
 
@@ -451,6 +454,10 @@ def _database_part(
                  _scenario_table(privacy.to_frame(), PRIVACY_SCENARIO_COLUMNS, tr))
     part.section("signal-scenarios", tr("Signal scenarios"),
                  _scenario_table(signal.to_frame(), SIGNAL_SCENARIO_COLUMNS, tr))
+    if any(link.method == "time_series" for link in db.links):
+        with steps.step(f"{name}: time series"):
+            part.section("time-series", tr("Time series"),
+                         *_time_series_blocks(result, new_figure, tr))
     if advice is not None:
         part.section("advice", tr("Parameter advice"), *advice_blocks(advice, tr))
 
@@ -459,7 +466,7 @@ def _database_part(
                      if e.table == table and e.scenario == STANDALONE), None)
 
     parts = []
-    for table in order:
+    for table in (t for t in order if db.variables(t)):  # keys (and time series) alone: none
         run = result.table_results[table]
         parameters = {key: run.parameters.as_dict()[key]
                       for key in ("k", "ncp", "categorical", "imputation", "backend")}  # fmt: skip
@@ -476,6 +483,57 @@ def _database_part(
                    "pass.", tables=len(order), links=len(result.links),
                    passed=int(summary["passed"].sum()), cells=len(summary))
     return part
+
+
+def _time_series_blocks(result: Any, new_figure, tr: Translator) -> list:
+    """The signal of every time-series variable and its curves (originals, avatars)."""
+    from ..relational.scenarios import time_series_signal
+
+    frame, shapes = time_series_signal(result)
+    columns = ["hellinger", "mean_curve_distance", "autocorrelation_difference", "length_ks"]
+    blocks: list = [_text_table(
+        [tr("table"), tr("variable"), *columns],
+        [[row["table"], row["variable"], *(tr.number(row[c]) for c in columns)]
+         for _, row in frame.iterrows()], numeric=range(2, 2 + len(columns))),
+        Text(tr("Hellinger distance of the pooled values; mean-curve distance: mean over each "
+                "series' normalised time of |avatar mean - original mean| / the originals' "
+                "point-wise std; difference of the lag-1 autocorrelations; Kolmogorov-Smirnov "
+                "statistic of the series lengths."), "note")]
+    for link in result.database.links:
+        if link.method != "time_series":
+            continue
+        title = f"{link.parent} -> {link.child}"
+        model = result.series_models[(link.child, link.foreign_key)]
+        dtype = result.originals[link.child][model.time].dtype
+        for variable in model.variables:
+            shape = shapes[(link.child, variable)]
+            layouts = [series for series, _ in shape["series"]]
+            elapsed, label = _elapsed(layouts, None if model.ticks is None else dtype, tr)
+            samples = [(times, values, series.lengths)
+                       for times, (series, values) in zip(elapsed, shape["series"], strict=True)]
+            blocks.append(time_series_plot(title, str(variable), samples, shape, label,
+                                           new_figure, tr))
+    return blocks
+
+
+def _elapsed(layouts: list, dtype: Any, tr: Translator) -> tuple[list[np.ndarray], str]:
+    """Each layout's times since its series' start, and their axis label: numbers (``dtype``
+    None) as they are, datetimes and timedeltas (ticks of ``dtype``) in seconds, hours or
+    days (by the longest series)."""
+    from ..encoding.encoder import seconds_per_tick
+
+    elapsed = [series.times - series.starts()[np.repeat(np.arange(len(series.lengths)),
+                                                          series.lengths)]
+               for series in layouts]
+    if dtype is not None:
+        unit = getattr(dtype, "unit", None) or np.datetime_data(dtype)[0]
+        elapsed = [times * seconds_per_tick(unit) for times in elapsed]
+        longest = max((float(times.max()) for times in elapsed if times.size), default=0.0)
+        name, seconds = next(((n, s) for n, s in (("days", 86400.0), ("hours", 3600.0))
+                              if longest >= 2 * s), ("seconds", 1.0))
+        return [times / seconds for times in elapsed], tr(
+            "time since the series' start ({unit})", unit=tr(name))
+    return elapsed, tr("time since the series' start")
 
 
 def database_part(

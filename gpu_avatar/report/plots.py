@@ -251,3 +251,48 @@ def children_per_parent_plot(
                  link=title)
     return _figure(figure, "children-per-parent", caption,
                    tr("children per parent {link}", link=title))
+
+
+MAX_DRAWN_CURVES = 12  # per side, a fixed random sample of the individuals with a series
+
+
+def time_series_plot(title: str, variable: str, samples: list, shape: Mapping[str, Any],
+                     time_label: str, new_figure, tr: Translator) -> Figure:
+    """One measurement variable of a time-series link: a sample of original and avatar
+    curves against the time since their start (``samples``: (times since the series' start,
+    values, series lengths) of the originals and of the avatars, sorted by series then time;
+    ``time_label`` names that axis), and the mean curves on the normalised
+    time grid with the originals' band of +/- one point-wise std (``shape``, from
+    ``relational.scenarios.time_series_signal``)."""
+    figure = new_figure(11, 3.8)
+    curves, mean = figure.add_subplot(1, 2, 1), figure.add_subplot(1, 2, 2)
+    for (times, values, lengths), colour, label in zip(
+        samples, (ORIGINAL_COLOUR, AVATAR_COLOUR), (tr("originals"), tr("avatars")), strict=True
+    ):
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        present = np.flatnonzero(lengths > 0)
+        rng = np.random.default_rng(0)
+        drawn = rng.choice(present, min(MAX_DRAWN_CURVES, len(present)), replace=False)
+        for index, series in enumerate(np.sort(drawn)):
+            rows = slice(offsets[series], offsets[series + 1])
+            curves.plot(times[rows], values[rows], color=colour, alpha=0.6, marker=".",
+                        linewidth=1, label=label if index == 0 else None)
+    curves.set_xlabel(time_label)
+    curves.set_title(tr("a sample of curves"), fontsize=10)
+    curves.legend()
+    grid = np.linspace(0.0, 1.0, len(shape["original mean"]))
+    low = shape["original mean"] - shape["original std"]
+    high = shape["original mean"] + shape["original std"]
+    mean.fill_between(grid, low, high, color=ORIGINAL_COLOUR, alpha=0.2,
+                      label=tr("originals: mean +/- std"))
+    mean.plot(grid, shape["original mean"], color=ORIGINAL_COLOUR, label=tr("originals: mean"))
+    mean.plot(grid, shape["avatar mean"], color=AVATAR_COLOUR, label=tr("avatars: mean"))
+    mean.set_xlabel(tr("time within each series (0: start, 1: end)"))
+    mean.set_title(tr("mean curves"), fontsize=10)
+    mean.legend()
+    figure.suptitle(f"{title}: {variable}", fontsize=11)
+    caption = tr("{link}, {variable}: a sample of original and avatar curves, and the mean "
+                 "curves on each series' own span with the originals' band of one standard "
+                 "deviation.", link=title, variable=variable)
+    return _figure(figure, "time-series", caption,
+                   tr("curves of {variable}", variable=variable))
