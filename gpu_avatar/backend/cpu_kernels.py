@@ -255,7 +255,7 @@ def rank_visit(y, order, start, stop, left, lower, upper, low_index, x, own, p, 
         return inside, inside > 0, False
     if is_point(lower, upper, node):  # duplicates: one distance decides them all
         d2 = pair_squared(x, p, y, start[node], radius)
-        if d2 > radius:
+        if not d2 <= radius:  # (a NaN compares false: counts nothing, as every engine)
             return 0, False, False
         # a tie hides when its index is lower than the original's
         return inside, inside > 0 and (d2 < radius or low_index[node] < order[p]), False
@@ -265,10 +265,10 @@ def rank_visit(y, order, start, stop, left, lower, upper, low_index, x, own, p, 
     hides = False
     for q in range(start[node], stop[node]):
         d2 = squared(x, p, y, q)
-        count += d2 <= radius
-        hides |= (d2 < radius) | ((d2 == radius) & (order[q] < order[p]))
-    # the own pair counted (same arithmetic, same value) but never hid: taken back
-    return count - mine, hides, False
+        other = q != p  # the own avatar, excluded by index
+        count += (d2 <= radius) & other
+        hides |= ((d2 < radius) | ((d2 == radius) & (order[q] < order[p]))) & other
+    return count, hides, False
 
 
 def rank_query(y, order, start, stop, left, right, lower, upper, low_index, x, own, p, stack):

@@ -237,6 +237,22 @@ def test_larger_tie_heavy_case_all_engines_identical():
         np.testing.assert_array_equal(got.second_closest, expected["second_closest"])
 
 
+@pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
+def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_tiles():
+    """A NaN compares false: its row counts and hides nothing, and a NaN avatar is inside no
+    ball, in the compiled walk (blocks of originals, duplicated points) as in the tiles."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, size=(300, 3)).astype(np.float64)
+    y = x + rng.integers(0, 2, size=x.shape)
+    x[5, 1] = np.nan
+    y[[7, 200], 0] = np.nan
+    tiles = distance_ranks(x, y, engine="brute")
+    walk = distance_ranks(x, y, engine="numba")
+    assert tiles.local_cloaking[5] == 0 and not tiles.hidden[5]
+    np.testing.assert_array_equal(walk.local_cloaking, tiles.local_cloaking)
+    np.testing.assert_array_equal(walk.hidden, tiles.hidden)
+
+
 def test_expanded_formula_shortcut_would_disagree():
     """Guard the reason for the engine: |x|^2 + |y|^2 - 2 x.y with "minus one for the own
     avatar" miscounts; the engine matches the exact reference where the shortcut does not."""
