@@ -35,6 +35,7 @@ import pandas as pd
 
 from .. import __version__
 from ..encoding import IDENTIFIER
+from ..encoding.kinds import is_number
 from ..errors import AvatarError, GpuAvatarError, import_extra
 from ..metrics.attacks import SINGLING_OUT_QUERIES
 from ..metrics.checks import check_same_table
@@ -108,7 +109,7 @@ def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
     if args.categorical_max_distinct is not None:
         for column in df.columns:
             series = df[column]
-            if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            if is_number(series.dtype):
                 if series.nunique() <= args.categorical_max_distinct:
                     types[column] = "categorical"
     declared = _parse_types(args.types)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError
+from .kinds import is_number
 
 _PREFIX = re.compile(r"((?:avatar)+)_")
 _MERGE_EVERY = 1 << 20  # integer values held before merging them into one sorted array
@@ -33,7 +34,7 @@ class IdentifierValues:
 
     def add(self, series: pd.Series) -> IdentifierValues:
         dtype = series.dtype
-        if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        if is_number(dtype):
             self.text = False
             self.dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype))
             values = series.dropna().to_numpy()

@@ -26,6 +26,11 @@ def is_timedelta(dtype: Any) -> bool:
     return pd.api.types.is_timedelta64_dtype(dtype)
 
 
+def is_number(dtype: Any) -> bool:
+    """Integers and floats (nullable ones included), not booleans."""
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
 def is_text(dtype: Any) -> bool:
     """Text held as object, str (pandas 3), string (python or pyarrow) or a category of it."""
     if isinstance(dtype, pd.CategoricalDtype):

@@ -46,7 +46,7 @@ import pandas as pd
 
 from ..backend import Backend
 from ..encoding.encoder import ticks_to_times, time_ticks
-from ..encoding.kinds import is_datetime, is_timedelta
+from ..encoding.kinds import is_datetime, is_number, is_timedelta
 from ..errors import AvatarError
 from ..parameters import SERIES_PROJECTIONS, check_choice, check_integer
 from ..projection.projection import chunk_rows, sorted_axes
@@ -86,10 +86,6 @@ def _is_ticks(dtype: Any) -> bool:
     return is_datetime(dtype) or is_timedelta(dtype)
 
 
-def _is_number(dtype: Any) -> bool:
-    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-
-
 def check_series_table(
     where: str, data: pd.DataFrame, primary_key: Any, foreign_key: Any, time: Any,
     types: Mapping[Any, str],
@@ -108,7 +104,7 @@ def check_series_table(
             "holds each point's time"
         )
     dtype = data[time].dtype
-    if not (_is_ticks(dtype) or _is_number(dtype)):
+    if not (_is_ticks(dtype) or is_number(dtype)):
         raise AvatarError(
             f"{where}: time column {time!r} has dtype {dtype}; it must hold numbers, "
             "datetimes or timedeltas"
@@ -117,7 +113,7 @@ def check_series_table(
         if column in (primary_key, foreign_key, time):
             continue
         kind = types.get(column)
-        if kind in ("categorical", "identifier") or not _is_number(data[column].dtype):
+        if kind in ("categorical", "identifier") or not is_number(data[column].dtype):
             raise AvatarError(
                 f"{where}: column {column!r} ({kind or data[column].dtype}) is not a continuous "
                 f"measurement; a time-series table holds only its keys, the time {time!r} and "
@@ -179,7 +175,8 @@ class Layout:
         """Last - first time of each series, NaN without one."""
         out = np.full(len(self.offsets) - 1, np.nan)
         present = self.lengths > 0
-        out[present] = self.times[self.offsets[1:][present] - 1] - self.starts()[present]
+        out[present] = (self.times[self.offsets[1:][present] - 1]
+                        - self.times[self.offsets[:-1][present]])
         return out
 
 
