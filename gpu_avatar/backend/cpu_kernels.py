@@ -12,9 +12,10 @@ or added whole only when every pair inside it would compare the same way.
 - ``KDTree.build(points)``: median splits on the widest axis, tight boxes, ``LEAF_SIZE``
   points per leaf (built on the host for both backends).
 - Per-query walks, one source for two targets (see "Shared walks" below): ``rank_visit``
-  (what one node adds to the local-cloaking count and hidden flag of one original, rules of
-  ``reductions.py``: walked per original by ``rank_query`` on the GPU, per block of
-  originals sharing one walk on the CPU),
+  (what one node adds to the local-cloaking count and hidden flag of one original, by the
+  rules ``box_rule`` and ``pair_rule`` of ``reductions.py``: walked per original by
+  ``rank_query`` on the GPU; on the CPU the same rules are applied by a walk shared by a
+  block of originals, which scans leaves from fixed-width slots in vector code),
   ``two_nearest_query`` (an avatar's two smallest squared distances to the originals) and
   ``knn_query`` (a point's exact k nearest others by (distance, index)). Here the CPU drivers
   loop over queries in parallel; ``cuda_kernels.py`` runs them one CUDA thread per query.
@@ -26,7 +27,8 @@ or added whole only when every pair inside it would compare the same way.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
 small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
-every result is independent of the thread count. Compiled on first use and cached on disk.
+every result is independent of the thread count. Compiled on first use and cached on disk
+(the CPU rank walk once per dimension: its leaf slots are one array per dimension).
 This module imports numba: import it only when numba is installed (``Backend.compiled``, or
 the GPU backend).
 """
@@ -41,8 +43,15 @@ from numba import njit, prange
 from numba.extending import overload, register_jitable
 
 LEAF_SIZE = 32
+# Lanes of a leaf slot (``KDTree.leaf_slots``): a compile-time width, so a leaf scan is one
+# fixed-length vector loop; leaves never hold more than LEAF_SIZE <= LANES points.
+LANES = 32
 MARGIN = 1e-9  # relative margin of every box test (prune, or count a node whole)
 _BLOCK = 64  # queries per parallel work item
+# Originals sharing one walk of the avatar tree: balls of thousands of avatars read leaves far
+# beyond the caches, and a leaf scanned by the ~50 originals of a block of 1024 whose sphere
+# crosses it is read once for them all (64 share a leaf ~5 times: 1.6x slower).
+_RANK_BLOCK = 1024
 # Walk stacks: a median-split tree of n points is ceil(log2(n / LEAF_SIZE)) levels deep and a
 # depth-first walk holds at most one entry per level plus one.
 STACK = 64
@@ -81,6 +90,26 @@ class KDTree:
         return (self.points, self.order, self.start, self.stop, self.left, self.right,
                 self.lower, self.upper, self.low_index)  # fmt: skip
 
+    def leaf_slots(self):
+        """Each leaf's points dimension-major in a slot of ``LANES`` lanes padded with NaN (a
+        NaN compares false: padding counts nothing), for leaf scans of one fixed width that
+        the compiler turns into vector code: (one array per dimension, the caller index of
+        each lane (-1: padding), each node's first lane (-1: not a leaf))."""
+        leaves = np.nonzero(self.left < 0)[0]
+        sizes = self.stop[leaves] - self.start[leaves]
+        if sizes.max() > LANES:
+            raise ValueError(f"leaves of up to {sizes.max()} points exceed {LANES} lanes")
+        first_lane = np.full(self.left.size, -1, np.int64)
+        first_lane[leaves] = np.arange(leaves.size) * LANES
+        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        rows = np.repeat(self.start[leaves], sizes) + within
+        lanes = np.repeat(first_lane[leaves], sizes) + within
+        columns = np.full((self.points.shape[1], leaves.size * LANES), np.nan)
+        columns[:, lanes] = self.points[rows].T
+        lane_order = np.full(leaves.size * LANES, -1, np.int64)
+        lane_order[lanes] = self.order[rows]
+        return tuple(columns), lane_order, first_lane
+
     def unsort(self, *per_row):
         """Arrays indexed by stored row, put back in the caller's order."""
         results = []
@@ -91,23 +120,24 @@ class KDTree:
         return results
 
 
-def _block_order(n: int) -> np.ndarray:
-    """Work items (blocks of ``_BLOCK`` queries) in a fixed shuffled order."""
-    return np.random.default_rng(0).permutation(-(-n // _BLOCK)).astype(np.int64)
+def _block_order(n: int, block: int = _BLOCK) -> np.ndarray:
+    """Work items (blocks of ``block`` queries) in a fixed shuffled order."""
+    return np.random.default_rng(0).permutation(-(-n // block)).astype(np.int64)
 
 
 def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     """``(cloaking, hidden, first, second)`` for originals ``x`` and row-aligned avatars
     ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
     avatars, originals = KDTree.build(y), KDTree.build(x)
-    blocks = _block_order(own.size)
     # Each original is queried in its own avatar's row order (x_i lies near y_i), and back:
     # neighbouring queries then visit the same nodes.
     x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
     y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
     with _LOCK:
-        cloaking, hidden = _ranks(*avatars.walk(), x_rows, own[avatars.order], blocks)
-        first, second = _two_nearest(*originals.walk(), y_rows, blocks)
+        cloaking, hidden = _ranks(*avatars.walk(), *avatars.leaf_slots(), x_rows,
+                                  own[avatars.order], _block_order(own.size, _RANK_BLOCK),
+                                  _RANK_BLOCK)  # fmt: skip
+        first, second = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
 
 
@@ -239,35 +269,48 @@ def is_point(lower, upper, node):
     return True
 
 
-def rank_visit(y, order, start, stop, left, lower, upper, low_index, x, own, p, node):
-    """What the avatars of ``node`` add to the original ``x[p]``: (count, hides, descend)
-    (``reductions.py``'s rules: every other avatar at most as far counts; one strictly closer,
-    or as close with a lower caller index, hides; the own avatar is stored row ``p``). A leaf
-    is scanned whole and without branches: the comparisons come out as with an early stop,
-    without its mispredictions (half the time)."""
-    radius = own[p]
+def box_rule(x, p, lower, upper, node, radius):
+    """(near, inside) for the original ``x[p]`` of own squared distance ``radius`` and a node:
+    ``near``: the node's box may hold an avatar within the radius (else it is skipped, as is
+    every node for a NaN); ``inside``: every avatar in it is strictly closer (counted whole)."""
     low, high = box_squared(x, p, lower, upper, node)
-    if low > radius * (1 + MARGIN):
+    near = low <= radius * (1 + MARGIN)
+    return near, near & (high < radius * (1 - MARGIN))
+
+
+def pair_rule(d2, radius, other, lower_index):
+    """(counts, hides): what one avatar at squared distance ``d2`` adds to an original of own
+    squared distance ``radius`` (``reductions.py``'s rules): another avatar (``other``: not
+    the own one, excluded by index) at most as far counts; one strictly closer, or as close
+    with a lower caller index (``lower_index``), hides. A NaN compares false: nothing."""
+    return (d2 <= radius) & other, ((d2 < radius) | ((d2 == radius) & lower_index)) & other
+
+
+def rank_visit(y, order, start, stop, left, lower, upper, low_index, x, own, p, node):
+    """What the avatars of ``node`` add to the original ``x[p]``: (count, hides, descend),
+    the own avatar being stored row ``p``. A leaf is scanned whole and without branches: the
+    comparisons come out as with an early stop, without its mispredictions (half the time)."""
+    radius = own[p]
+    near, inside = box_rule(x, p, lower, upper, node, radius)
+    if not near:
         return 0, False, False
-    mine = start[node] <= p < stop[node]
-    inside = stop[node] - start[node] - mine
-    if high < radius * (1 - MARGIN):  # every avatar inside is strictly closer
-        return inside, inside > 0, False
+    if inside:
+        count = stop[node] - start[node] - (start[node] <= p < stop[node])
+        return count, count > 0, False
     if is_point(lower, upper, node):  # duplicates: one distance decides them all
         d2 = pair_squared(x, p, y, start[node], radius)
-        if not d2 <= radius:  # (a NaN compares false: counts nothing, as every engine)
-            return 0, False, False
-        # a tie hides when its index is lower than the original's
-        return inside, inside > 0 and (d2 < radius or low_index[node] < order[p]), False
+        count = stop[node] - start[node] - (start[node] <= p < stop[node])
+        # a tie hides when the lowest index among them is lower than the original's
+        counts, hides = pair_rule(d2, radius, count > 0, low_index[node] < order[p])
+        return count * counts, hides, False
     if left[node] >= 0:
         return 0, False, True
     count = 0
     hides = False
     for q in range(start[node], stop[node]):
-        d2 = squared(x, p, y, q)
-        other = q != p  # the own avatar, excluded by index
-        count += (d2 <= radius) & other
-        hides |= ((d2 < radius) | ((d2 == radius) & (order[q] < order[p]))) & other
+        counts, hide = pair_rule(squared(x, p, y, q), radius, q != p, order[q] < order[p])
+        count += counts
+        hides |= hide
     return count, hides, False
 
 
@@ -396,8 +439,8 @@ def nearest_mixed_scan(references, first, last, categorical, queries, q, k, best
 # numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 # ``cuda_kernels.py``.
 SHARED_WALKS = (pair_squared, squared, box_squared, children_low, push_children, keep_best,
-                is_point, rank_visit, rank_query, two_nearest_query, knn_query, mixed_distance,
-                nearest_mixed_scan)  # fmt: skip
+                is_point, box_rule, pair_rule, rank_visit, rank_query, two_nearest_query,
+                knn_query, mixed_distance, nearest_mixed_scan)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
 
@@ -490,48 +533,89 @@ def _build(points, leaf_size):
 
 
 @njit(cache=True, parallel=True)
-def _ranks(y, order, start, stop, left, right, lower, upper, low_index, x, own, blocks):
+def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns, lane_order,
+           first_lane, x, own, blocks, block):  # fmt: skip
     """``rank_query``'s results for every original, original row p's own avatar being stored
-    row p; the ``_BLOCK`` originals of a work item (neighbours in space) share one walk: a node
-    is tested for each of them still concerned (``active[depth]``: those its parent passed
-    on), so a leaf is read once per block rather than once per original. Large balls read
-    far more leaves than the caches hold: sharing them makes such walks ~3x faster."""
+    row p. The ``block`` originals of a work item (neighbours in space) share one depth-first
+    walk: a node is tested for each original still concerned (``active[depth]``: those its
+    parent passed on), and a leaf is scanned, from its slot (``KDTree.leaf_slots``), by each
+    original whose sphere crosses it, while it is in cache. A node of duplicates goes
+    through ``rank_visit`` whole."""
     n = x.shape[0]
     cloaking = np.zeros(n, np.int64)
     hidden = np.zeros(n, np.bool_)
     for item in prange(blocks.size):
-        active = np.empty((STACK, _BLOCK), np.int64)
+        active = np.empty((STACK, block), np.int64)
         sizes = np.empty(STACK, np.int64)
         nodes = np.empty(STACK, np.int64)
         depths = np.empty(STACK, np.int64)
-        first = blocks[item] * _BLOCK
-        sizes[0] = min(first + _BLOCK, n) - first
+        first = blocks[item] * block
+        sizes[0] = min(first + block, n) - first
         for a in range(sizes[0]):
             active[0, a] = first + a
         nodes[0] = 0
         depths[0] = 1
         top = 1
-        while top:  # depth first: a node's list (active[depth - 1]) outlives its subtree
+        while top:  # a node's list (active[depth - 1]) outlives its subtree
             top -= 1
             node = nodes[top]
             depth = depths[top]
+            concerned = active[depth - 1, : sizes[depth - 1]]
+            if is_point(lower, upper, node):
+                for p in concerned:
+                    c, h, _ = _rank_visit(y, order, start, stop, left, lower, upper, low_index,
+                                          x, own, p, node)  # fmt: skip
+                    cloaking[p] += c
+                    hidden[p] |= h
+                continue
+            size = stop[node] - start[node]
             passed = 0
-            for a in range(sizes[depth - 1]):
-                p = active[depth - 1, a]
-                c, h, descend = rank_visit(y, order, start, stop, left, lower, upper,
-                                           low_index, x, own, p, node)  # fmt: skip
-                cloaking[p] += c
-                hidden[p] = hidden[p] or h
-                if descend:
-                    active[depth, passed] = p
-                    passed += 1
-            if passed:
+            for p in concerned:  # without branches: the outcomes are unpredictable
+                near, inside = box_rule(x, p, lower, upper, node, own[p])
+                whole = inside * (size - (start[node] <= p < stop[node]))
+                cloaking[p] += whole
+                hidden[p] |= whole > 0
+                active[depth, passed] = p
+                passed += near & ~inside
+            if left[node] < 0:
+                for p in active[depth, :passed]:
+                    c, h = _scan_slot(x, p, columns, lane_order, first_lane[node], own[p],
+                                      order[p])  # fmt: skip
+                    cloaking[p] += c
+                    hidden[p] |= h
+            elif passed:
                 sizes[depth] = passed
                 nodes[top] = left[node]
                 nodes[top + 1] = right[node]
                 depths[top] = depths[top + 1] = depth + 1
                 top += 2
     return cloaking, hidden
+
+
+_rank_visit = njit(cache=True)(rank_visit)  # called, not inlined: compiled once for all
+
+
+@njit(cache=True)
+def _scan_slot(x, p, columns, lane_order, first_lane, radius, caller):
+    """(count, hides) of the avatars of one leaf slot for the original ``x[p]`` (caller index
+    ``caller``): ``pair_rule`` on each lane, in one vector loop. Compiled on its own and
+    called (not inlined by numba), with an unsigned lane index, which cannot wrap around
+    like a negative one: the compiler then loads whole vectors rather than lane by lane (4x
+    faster); ``columns`` is a tuple, so its length, the dimension, is a constant."""
+    count = 0
+    hides = False
+    base = np.uint64(first_lane)
+    for j in range(LANES):
+        lane = base + np.uint64(j)
+        d2 = 0.0
+        for d in range(len(columns)):  # distances.py's sum, dimension by dimension
+            diff = x[p, d] - columns[d][lane]
+            d2 = d2 + diff * diff
+        index = lane_order[lane]
+        counts, hide = pair_rule(d2, radius, index != caller, index < caller)
+        count += counts
+        hides |= hide
+    return count, hides
 
 
 @njit(cache=True, parallel=True)

@@ -73,6 +73,8 @@ def engine_runs(x: np.ndarray, y: np.ndarray):
         from gpu_avatar.backend import cpu_kernels
 
         yield "numba", distance_ranks(x, y, engine="numba")
+        with mock.patch.object(cpu_kernels, "_RANK_BLOCK", 3):  # several shared walks
+            yield "numba block=3", distance_ranks(x, y, engine="numba")
         for leaf_size in (1, 2, 5):  # deep trees on small inputs: pruning and whole nodes
             with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
                 yield f"numba leaf={leaf_size}", distance_ranks(x, y, engine="numba")
@@ -241,13 +243,16 @@ def test_larger_tie_heavy_case_all_engines_identical():
 def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_tiles():
     """A NaN compares false: its row counts and hides nothing, and a NaN avatar is inside no
     ball, in the compiled walk (blocks of originals, duplicated points) as in the tiles."""
+    from gpu_avatar.backend import cpu_kernels
+
     rng = np.random.default_rng(3)
     x = rng.integers(0, 3, size=(300, 3)).astype(np.float64)
     y = x + rng.integers(0, 2, size=x.shape)
     x[5, 1] = np.nan
     y[[7, 200], 0] = np.nan
     tiles = distance_ranks(x, y, engine="brute")
-    walk = distance_ranks(x, y, engine="numba")
+    with mock.patch.object(cpu_kernels, "_RANK_BLOCK", 64):
+        walk = distance_ranks(x, y, engine="numba")
     assert tiles.local_cloaking[5] == 0 and not tiles.hidden[5]
     np.testing.assert_array_equal(walk.local_cloaking, tiles.local_cloaking)
     np.testing.assert_array_equal(walk.hidden, tiles.hidden)
