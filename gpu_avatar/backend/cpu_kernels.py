@@ -26,9 +26,10 @@ or added whole only when every pair inside it would compare the same way.
 - ``verify_candidates``: the exact re-check of ``neighbours/search.py``'s index candidates.
 
 Queries run in the tree's leaf order (neighbouring queries visit the same nodes), split into
-small blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
+blocks spread over the threads in a fixed shuffled order (dense regions cost more), so
 every result is independent of the thread count. Compiled on first use and cached on disk
-(the CPU rank walk once per dimension: its leaf slots are one array per dimension).
+(the CPU rank walk once per dimension up to ``SLOT_DIMENSIONS``: its leaf slots are one
+array per dimension).
 This module imports numba: import it only when numba is installed (``Backend.compiled``, or
 the GPU backend).
 """
@@ -39,18 +40,21 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 from numba.extending import overload, register_jitable
 
 LEAF_SIZE = 32
 # Lanes of a leaf slot (``KDTree.leaf_slots``): a compile-time width, so a leaf scan is one
 # fixed-length vector loop; leaves never hold more than LEAF_SIZE <= LANES points.
 LANES = 32
+# Up to this dimension a slot scan is one vector loop (12-D: 0.8 ns a pair-dimension); above,
+# the compiler no longer unrolls the dimensions and it is 10x slower than a row-by-row scan.
+SLOT_DIMENSIONS = 12
 MARGIN = 1e-9  # relative margin of every box test (prune, or count a node whole)
 _BLOCK = 64  # queries per parallel work item
-# Originals sharing one walk of the avatar tree: balls of thousands of avatars read leaves far
-# beyond the caches, and a leaf scanned by the ~50 originals of a block of 1024 whose sphere
-# crosses it is read once for them all (64 share a leaf ~5 times: 1.6x slower).
+# Originals sharing one walk of the avatar tree, at most: a leaf is scanned, while in cache, by
+# every original of the block whose sphere crosses it; on dense clouds (balls of ~10^4
+# avatars) ~50 of 1024 originals do, ~5 of 64 (1.6x slower).
 _RANK_BLOCK = 1024
 # Walk stacks: a median-split tree of n points is ceil(log2(n / LEAF_SIZE)) levels deep and a
 # depth-first walk holds at most one entry per level plus one.
@@ -133,12 +137,23 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     # neighbouring queries then visit the same nodes.
     x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
     y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
+    block = _rank_block(own.size)
+    if x.shape[1] <= SLOT_DIMENSIONS:
+        slots = avatars.leaf_slots()
+    else:  # no slots: leaves scanned row by row
+        slots = ((), np.empty(0, np.int64), np.empty(0, np.int64))
     with _LOCK:
-        cloaking, hidden = _ranks(*avatars.walk(), *avatars.leaf_slots(), x_rows,
-                                  own[avatars.order], _block_order(own.size, _RANK_BLOCK),
-                                  _RANK_BLOCK)  # fmt: skip
+        cloaking, hidden = _ranks(*avatars.walk(), *slots, x_rows,
+                                  own[avatars.order], _block_order(own.size, block),
+                                  block)  # fmt: skip
         first, second = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
+
+
+def _rank_block(n: int) -> int:
+    """Originals per shared walk: ``_RANK_BLOCK``, fewer where that would leave under four
+    work items per thread (no result depends on it)."""
+    return min(_RANK_BLOCK, max(64, n // (4 * get_num_threads())))
 
 
 # ------------------------------------------------------------------------- shared walks
@@ -271,11 +286,17 @@ def is_point(lower, upper, node):
 
 def box_rule(x, p, lower, upper, node, radius):
     """(near, inside) for the original ``x[p]`` of own squared distance ``radius`` and a node:
-    ``near``: the node's box may hold an avatar within the radius (else it is skipped, as is
-    every node for a NaN); ``inside``: every avatar in it is strictly closer (counted whole)."""
+    ``near``: the original has a radius (a NaN one counts nothing) and the node's box is not
+    provably beyond it (a NaN box, of a node holding a NaN, is not); ``inside``: every avatar
+    in it is strictly closer (counted whole)."""
     low, high = box_squared(x, p, lower, upper, node)
-    near = low <= radius * (1 + MARGIN)
+    near = (radius == radius) & (not (low > radius * (1 + MARGIN)))
     return near, near & (high < radius * (1 - MARGIN))
+
+
+def others_in(start, stop, node, p):
+    """The number of avatars in ``node`` besides the own one of the original stored row p."""
+    return stop[node] - start[node] - (start[node] <= p < stop[node])
 
 
 def pair_rule(d2, radius, other, lower_index):
@@ -294,15 +315,14 @@ def rank_visit(y, order, start, stop, left, lower, upper, low_index, x, own, p, 
     near, inside = box_rule(x, p, lower, upper, node, radius)
     if not near:
         return 0, False, False
+    others = others_in(start, stop, node, p)
     if inside:
-        count = stop[node] - start[node] - (start[node] <= p < stop[node])
-        return count, count > 0, False
+        return others, others > 0, False
     if is_point(lower, upper, node):  # duplicates: one distance decides them all
         d2 = pair_squared(x, p, y, start[node], radius)
-        count = stop[node] - start[node] - (start[node] <= p < stop[node])
         # a tie hides when the lowest index among them is lower than the original's
-        counts, hides = pair_rule(d2, radius, count > 0, low_index[node] < order[p])
-        return count * counts, hides, False
+        counts, hides = pair_rule(d2, radius, others > 0, low_index[node] < order[p])
+        return others * counts, hides, False
     if left[node] >= 0:
         return 0, False, True
     count = 0
@@ -439,7 +459,7 @@ def nearest_mixed_scan(references, first, last, categorical, queries, q, k, best
 # numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 # ``cuda_kernels.py``.
 SHARED_WALKS = (pair_squared, squared, box_squared, children_low, push_children, keep_best,
-                is_point, box_rule, pair_rule, rank_visit, rank_query, two_nearest_query,
+                is_point, box_rule, others_in, pair_rule, rank_visit, rank_query, two_nearest_query,
                 knn_query, mixed_distance, nearest_mixed_scan)  # fmt: skip
 for _walk in SHARED_WALKS:
     register_jitable(inline="always")(_walk)
@@ -503,8 +523,10 @@ def _build(points, leaf_size):
                 lowest = min(lowest, order[row])
                 for d in range(dim):
                     v = points[order[row], d]
-                    lower[node, d] = min(lower[node, d], v)
-                    upper[node, d] = max(upper[node, d], v)
+                    # NaN-propagating: a node holding a NaN has NaN bounds, so it is
+                    # never skipped, counted whole or taken for duplicates
+                    lower[node, d] = np.minimum(lower[node, d], v)
+                    upper[node, d] = np.maximum(upper[node, d], v)
             low_index[node] = lowest
         children = np.full(width, -1, np.int64)
         following = count
@@ -538,9 +560,9 @@ def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns,
     """``rank_query``'s results for every original, original row p's own avatar being stored
     row p. The ``block`` originals of a work item (neighbours in space) share one depth-first
     walk: a node is tested for each original still concerned (``active[depth]``: those its
-    parent passed on), and a leaf is scanned, from its slot (``KDTree.leaf_slots``), by each
-    original whose sphere crosses it, while it is in cache. A node of duplicates goes
-    through ``rank_visit`` whole."""
+    parent passed on), and a leaf is scanned by each original whose sphere crosses it, while it
+    is in cache: from its slot (``KDTree.leaf_slots``) up to ``SLOT_DIMENSIONS``, else (no
+    ``columns``) row by row by ``rank_visit``, which also takes every node of duplicates."""
     n = x.shape[0]
     cloaking = np.zeros(n, np.int64)
     hidden = np.zeros(n, np.bool_)
@@ -568,19 +590,22 @@ def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns,
                     cloaking[p] += c
                     hidden[p] |= h
                 continue
-            size = stop[node] - start[node]
             passed = 0
             for p in concerned:  # without branches: the outcomes are unpredictable
                 near, inside = box_rule(x, p, lower, upper, node, own[p])
-                whole = inside * (size - (start[node] <= p < stop[node]))
+                whole = inside * others_in(start, stop, node, p)
                 cloaking[p] += whole
                 hidden[p] |= whole > 0
                 active[depth, passed] = p
                 passed += near & ~inside
             if left[node] < 0:
                 for p in active[depth, :passed]:
-                    c, h = _scan_slot(x, p, columns, lane_order, first_lane[node], own[p],
-                                      order[p])  # fmt: skip
+                    if len(columns):
+                        c, h = _scan_slot(x, p, columns, lane_order, first_lane[node], own[p],
+                                          order[p])  # fmt: skip
+                    else:  # wide data: no slots
+                        c, h, _ = _rank_visit(y, order, start, stop, left, lower, upper,
+                                              low_index, x, own, p, node)  # fmt: skip
                     cloaking[p] += c
                     hidden[p] |= h
             elif passed:
@@ -598,10 +623,11 @@ _rank_visit = njit(cache=True)(rank_visit)  # called, not inlined: compiled once
 @njit(cache=True)
 def _scan_slot(x, p, columns, lane_order, first_lane, radius, caller):
     """(count, hides) of the avatars of one leaf slot for the original ``x[p]`` (caller index
-    ``caller``): ``pair_rule`` on each lane, in one vector loop. Compiled on its own and
-    called (not inlined by numba), with an unsigned lane index, which cannot wrap around
-    like a negative one: the compiler then loads whole vectors rather than lane by lane (4x
-    faster); ``columns`` is a tuple, so its length, the dimension, is a constant."""
+    ``caller``): ``pair_rule`` on each lane, in one vector loop (padding lanes are NaN, so
+    count nothing). Compiled on its own and called (not inlined by numba), with an unsigned
+    lane index, which cannot wrap around like a negative one: the compiler then loads whole
+    vectors rather than lane by lane (2x faster); ``columns`` is a tuple, so its length, the
+    dimension, is a constant."""
     count = 0
     hides = False
     base = np.uint64(first_lane)

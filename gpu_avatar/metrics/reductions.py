@@ -18,7 +18,7 @@ subtracting one from a count.
 
 Engines: ``"brute"`` (tiles of X against tiles of Y, memory bounded by the tile, written
 against ``xp`` so cupy runs it unchanged), ``"numba"`` (CPU, when numba is installed: a
-compiled k-d tree walk shared by each block of 1024 neighbouring rows, that compares with the
+compiled k-d tree walk shared by each block of neighbouring rows, that compares with the
 shared arithmetic itself, ``cpu_kernels.py``) and ``"kdtree"``: on the GPU the same per-node
 rules walked on the device, one thread per row (``cuda_kernels.py``); on the CPU scipy's
 cKDTree counts within a per-row radius taken at ``d_own * (1 -/+ 1e-9)``, a row with anything

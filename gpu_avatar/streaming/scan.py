@@ -102,7 +102,8 @@ def scan_source(
     if not read:
         return scan
     encoder = TableEncoder({c: k for c, k in types.items() if c in read}, imputation)
-    covering = CoveringScan(read) if ranks is not None else None
+    categorical = [c for c in read if kinds[c] == CATEGORICAL]
+    covering = CoveringScan(read, categorical) if ranks is not None else None
     for start, table in source.chunks(read):
         if not table.num_rows:
             continue

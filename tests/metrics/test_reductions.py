@@ -70,15 +70,23 @@ def engine_runs(x: np.ndarray, y: np.ndarray):
     with mock.patch.object(reductions, "_ROW_CHUNK", 3):  # several re-check chunks
         yield "kdtree chunk=3", distance_ranks(x, y, engine="kdtree")
     if numba_available():
-        from gpu_avatar.backend import cpu_kernels
-
-        yield "numba", distance_ranks(x, y, engine="numba")
-        with mock.patch.object(cpu_kernels, "_RANK_BLOCK", 3):  # several shared walks
-            yield "numba block=3", distance_ranks(x, y, engine="numba")
-        for leaf_size in (1, 2, 5):  # deep trees on small inputs: pruning and whole nodes
-            with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
-                yield f"numba leaf={leaf_size}", distance_ranks(x, y, engine="numba")
+        yield from compiled_runs(x, y)
     yield "auto", distance_ranks(x, y, engine="auto")
+
+
+def compiled_runs(x: np.ndarray, y: np.ndarray):
+    """(label, DistanceRanks) of the compiled engine on deep trees (leaves of 1, 2, 5 points:
+    pruning, whole nodes and mostly padded leaf slots) and shallow ones, with one shared walk
+    or several (blocks of 3 originals)."""
+    from gpu_avatar.backend import cpu_kernels
+
+    for leaf_size in (cpu_kernels.LEAF_SIZE, 1, 2, 5):
+        for block in (cpu_kernels._RANK_BLOCK, 3):
+            with (
+                mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size),
+                mock.patch.object(cpu_kernels, "_RANK_BLOCK", block),
+            ):
+                yield f"numba leaf={leaf_size} block={block}", distance_ranks(x, y, engine="numba")
 
 
 def assert_matches_reference(x: np.ndarray, y: np.ndarray) -> None:
@@ -258,6 +266,45 @@ def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_ti
     np.testing.assert_array_equal(walk.hidden, tiles.hidden)
 
 
+def _missing_cases():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(300, 2))
+    y = x + 0.3 * rng.normal(size=x.shape)
+    y[0, 0] = np.nan  # the first stored avatar: every box used to start from it
+    yield "first avatar", x, y
+    x = rng.normal(size=(200, 2))
+    y = x + 2.0 * rng.normal(size=x.shape)
+    y[:40] = 0.1
+    y[40] = [0.1, np.nan]  # a NaN copy among 40 duplicates, inside large balls
+    yield "among duplicates", x, y
+    x = 3.0 * rng.normal(size=(300, 2))
+    y = x + 3.0 * rng.normal(size=x.shape)
+    y[:60] = 0.01 * rng.normal(size=(60, 2))
+    y[30, 1] = np.nan  # in a tight cluster that large balls hold whole
+    yield "in a node held whole", x, y
+
+
+@pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
+@pytest.mark.parametrize("case", ["first avatar", "among duplicates", "in a node held whole"])
+def test_a_missing_avatar_is_in_no_ball_and_hides_no_finite_one(case):
+    """A node holding a NaN avatar is never skipped, counted whole or taken for duplicates:
+    every finite avatar in it counts as in the tiles, the NaN one nowhere."""
+    x, y = next((x, y) for label, x, y in _missing_cases() if label == case)
+    tiles = distance_ranks(x, y, engine="brute")
+    assert tiles.local_cloaking.max() > 0
+    for label, got in compiled_runs(x, y):
+        np.testing.assert_array_equal(got.local_cloaking, tiles.local_cloaking, err_msg=label)
+        np.testing.assert_array_equal(got.hidden, tiles.hidden, err_msg=label)
+
+
+def test_wide_coordinates_give_the_same_ranks_scanned_row_by_row():
+    """Above ``SLOT_DIMENSIONS`` the compiled walk scans leaves row by row, same results."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 3, size=(120, 14)).astype(np.float64)
+    y = x + rng.integers(-1, 2, size=x.shape)
+    assert_matches_reference(x, y)
+
+
 def test_expanded_formula_shortcut_would_disagree():
     """Guard the reason for the engine: |x|^2 + |y|^2 - 2 x.y with "minus one for the own
     avatar" miscounts; the engine matches the exact reference where the shortcut does not."""
@@ -336,3 +383,23 @@ def test_kdtree_recheck_memory_is_bounded_on_massive_ties():
     np.testing.assert_array_equal(got.local_cloaking, expected["local_cloaking"])
     np.testing.assert_array_equal(got.hidden, expected["hidden"])
     assert peak < 40 * 2**20, f"re-check peak {peak / 2**20:.0f} MB"
+
+
+@pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
+def test_leaf_slots_hold_each_leaf_once_and_pad_with_nan():
+    from gpu_avatar.backend import cpu_kernels
+
+    points = np.random.default_rng(6).normal(size=(1000, 3))
+    tree = cpu_kernels.KDTree.build(points)
+    columns, lane_order, first_lane = tree.leaf_slots()
+    leaves = np.nonzero(tree.left < 0)[0]
+    assert (first_lane[tree.left >= 0] == -1).all()
+    assert sorted(lane_order[lane_order >= 0]) == list(range(1000))
+    slots = np.stack(columns)
+    assert np.isnan(slots[:, lane_order == -1]).all()
+    for leaf in leaves:
+        s, e, lane = tree.start[leaf], tree.stop[leaf], first_lane[leaf]
+        np.testing.assert_array_equal(slots[:, lane : lane + e - s], points[tree.order[s:e]].T)
+        np.testing.assert_array_equal(lane_order[lane : lane + e - s], tree.order[s:e])
+    with mock.patch.object(cpu_kernels, "LANES", 4), pytest.raises(ValueError, match="lanes"):
+        tree.leaf_slots()
