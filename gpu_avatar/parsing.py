@@ -1,0 +1,205 @@
+"""Text read as numbers, dates and booleans: the rules every input path shares (CSV and
+Parquet files, text in SQL DATE and TIMESTAMP columns, text columns declared ``continuous``
+or ``datetime``).
+
+A column becomes a number, a date or a boolean only if EVERY non-missing value parses;
+otherwise it stays text, and ``TextTyping.stopped`` keeps a value that stopped it. pandas does
+the parsing (``to_numeric``, ``to_datetime``); this module only chooses the reading:
+
+- numbers: ``.`` or ``,`` as the decimal mark, thousands grouped by the other mark, a space,
+  a no-break space or ``'`` (``1 234,5``, ``1,234.5``); codes with a leading zero (``007``,
+  ``01234``) stay text, as a careful analyst keeps them;
+- dates: ISO 8601 (``1968-01-10``, ``1980-01-01 13:45``, with or without a UTC offset), day
+  first (``10/01/1968``, ``10-01-1968``, ``10.01.1968``) or month first (``01/10/1968``), with
+  or without a time. A column that reads both day first and month first (every day <= 12) is
+  ambiguous and refused with the fix. Offsets that differ between values (daylight saving)
+  are read as one instant each, in UTC;
+- booleans: ``true``/``false`` in any case.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import AvatarError
+
+DECIMAL_MARKS = (".", ",")
+ISO = "ISO8601"  # pandas' own reading of every ISO 8601 form
+_TIMES = ("", " %H:%M", " %H:%M:%S", " %H:%M:%S.%f", "T%H:%M", "T%H:%M:%S")
+_DAY_FIRST = tuple(f"%d{s}%m{s}%Y" for s in "/-.")
+_MONTH_FIRST = tuple(f"%m{s}%d{s}%Y" for s in "/-")
+DATE_ORDERS = {"day first": _DAY_FIRST, "month first": _MONTH_FIRST}
+_GROUPING = "[ \u00a0\u202f']"  # thousands marks besides the other decimal mark
+_LEADING_ZERO = re.compile(r"^[+-]?0\d")
+_BOOLEANS = {"true": True, "false": False}
+_SAMPLE = 2000  # values tried first: most text columns are ruled out on them
+
+
+def non_missing_text(values: pd.Series) -> pd.Series:
+    """The non-missing values of a text column, stripped of surrounding blanks."""
+    present = values[values.notna()].astype(str).str.strip()
+    return present[present != ""]
+
+
+def first_failure(text: pd.Series, parsed: pd.Series) -> Any:
+    """A value of ``text`` (non-missing) whose parse is missing; None if all parsed."""
+    failed = text[parsed.isna().to_numpy()]
+    return None if failed.empty else failed.iloc[0]
+
+
+# ------------------------------------------------------------------------- numbers
+def _number_text(text: pd.Series, decimal: str) -> pd.Series:
+    """``text`` rewritten with ``.`` as the decimal mark and no thousands marks, where it is
+    written that way (other values are left for ``to_numeric`` to refuse)."""
+    other = "," if decimal == "." else r"\."
+    grouped = rf"^[+-]?\d{{1,3}}(?:(?P<mark>{other}|{_GROUPING})\d{{3}})(?:(?P=mark)\d{{3}})*"
+    grouped += rf"(?:{re.escape(decimal)}\d+)?$"
+    is_grouped = text.str.match(grouped)
+    out = text.where(~is_grouped, text.str.replace(rf"{other}|{_GROUPING}", "", regex=True))
+    if decimal == ",":  # a "." outside a grouping is not this mark: refused
+        out = out.mask(out.str.contains(".", regex=False), "").str.replace(",", ".")
+    return out
+
+
+def to_numbers(text: pd.Series, decimal: str = ".") -> pd.Series:
+    """``text`` (non-missing, stripped) as float64; missing where a value is not a number."""
+    if text.empty:
+        return pd.Series(np.zeros(0), index=text.index)
+    plain = text.str.fullmatch(r"[+-]?(?:\d[\d.,\u00a0\u202f' ]*)?(?:[eE][+-]?\d+)?")
+    numbers = pd.to_numeric(_number_text(text, decimal).where(plain), errors="coerce")
+    codes = text.str.match(_LEADING_ZERO.pattern) & ~text.str.match(r"^[+-]?0[.,]")
+    return numbers.astype(np.float64).mask(codes.to_numpy())
+
+
+# --------------------------------------------------------------------------- dates
+def _parse_with(text: pd.Series, formats: tuple[str, ...]) -> pd.Series:
+    """Each value read by the first of ``formats`` that reads it (NaT if none)."""
+    out = None
+    for date_format in formats:
+        for time in _TIMES:
+            parsed = pd.to_datetime(text, format=date_format + time, errors="coerce")
+            out = parsed if out is None else out.fillna(parsed)
+            if not out.isna().any():
+                return out
+    return out
+
+
+def parse_iso(text: pd.Series) -> pd.Series:
+    """ISO 8601 text as datetimes (NaT where not ISO); offsets that differ between values
+    (daylight saving) give one instant each, in UTC."""
+    try:
+        return pd.to_datetime(text, format=ISO, errors="coerce")
+    except ValueError:  # mixed offsets: pandas asks for one time zone
+        return pd.to_datetime(text, format=ISO, errors="coerce", utc=True)
+
+
+def to_datetimes(text: pd.Series, reading: str | None = None) -> pd.Series:
+    """``text`` (non-missing, stripped) as datetimes; ``reading``: None or ``ISO8601``, a
+    key of ``DATE_ORDERS`` ("day first", "month first": with or without a time) or a
+    ``strptime`` format. NaT where a value does not read."""
+    if reading in (None, ISO):
+        return parse_iso(text)
+    if reading in DATE_ORDERS:
+        return _parse_with(text, DATE_ORDERS[reading])
+    try:
+        return pd.to_datetime(text, format=reading, errors="coerce")
+    except ValueError:  # offsets that differ between values (%z)
+        return pd.to_datetime(text, format=reading, errors="coerce", utc=True)
+
+
+def detect_date_reading(text: pd.Series, where: str, fix: str) -> str | None:
+    """The reading of ``text`` (non-missing, stripped) that reads every value as a date:
+    ``ISO8601``, "day first" or "month first"; None if none does. Both orders reading every
+    value is refused (``fix``: how to give the format, in the words of the entry point)."""
+    if text.empty or not text.str.match(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}").all():
+        return None
+    if parse_iso(text).notna().all():
+        return ISO
+    readings = [order for order in DATE_ORDERS if to_datetimes(text, order).notna().all()]
+    if len(readings) > 1:
+        raise AvatarError(
+            f"{where}: dates such as {text.iloc[0]!r} read both day first and month first; "
+            f"give the format, {fix}"
+        )
+    return readings[0] if readings else None
+
+
+# ----------------------------------------------------------------------- a column
+@dataclass(frozen=True)
+class TextTyping:
+    """How a text column was read: ``kind`` "number", "integer", "date", "boolean" or
+    "text"; ``date_format`` for dates (a reading of ``to_datetimes``); ``stopped``: for a
+    column kept as text that mostly parsed as numbers or dates, a value that stopped it."""
+
+    kind: str
+    values: pd.Series
+    date_format: str | None = None
+    stopped: Any = None
+
+
+def _text_kept(values: pd.Series, stopped: Any = None) -> TextTyping:
+    return TextTyping("text", values, stopped=stopped)
+
+
+def type_text_column(
+    values: pd.Series, *, decimal: str, date_format: str | None, where: str, fix: str
+) -> TextTyping:
+    """A text column as numbers, dates or booleans when every non-missing value reads so
+    (see the module docstring); ``date_format`` forces a date reading, and a value it does
+    not read is an error naming ``where``."""
+    text = non_missing_text(values)
+    if date_format is not None:
+        parsed = to_datetimes(text, date_format)
+        failed = first_failure(text, parsed)
+        if failed is not None:
+            raise AvatarError(f"{where}: {failed!r} does not read as a date with format "
+                              f"{date_format!r}")
+        return TextTyping("date", _placed(values, parsed), date_format)
+    if text.empty:
+        return _text_kept(values)
+    lowered = text.str.lower()
+    if lowered.isin(list(_BOOLEANS)).all():
+        booleans = _placed(values, lowered.map(_BOOLEANS).astype(bool), boolean=True)
+        return TextTyping("boolean", booleans)
+    sample = text.iloc[:_SAMPLE]
+    numbers = to_numbers(sample, decimal)
+    if numbers.notna().all():
+        numbers = to_numbers(text, decimal)
+        if numbers.notna().all():
+            whole = bool((numbers == np.floor(numbers)).all()) and not text.str.contains(
+                f"[{re.escape(decimal)}eE]", regex=True).any()
+            return TextTyping("integer" if whole else "number", _placed(values, numbers,
+                              integer=whole))
+        return _text_kept(values, first_failure(text, numbers))
+    found = detect_date_reading(text, where, fix)
+    if found is not None:
+        return TextTyping("date", _placed(values, to_datetimes(text, found)), found)
+    if numbers.notna().mean() >= 0.5:
+        return _text_kept(values, first_failure(sample, numbers))
+    dates = parse_iso(sample)
+    if dates.notna().mean() >= 0.5:
+        return _text_kept(values, first_failure(sample, dates))
+    return _text_kept(values)
+
+
+def _placed(values: pd.Series, parsed: pd.Series, integer: bool = False,
+            boolean: bool = False) -> pd.Series:
+    """``parsed`` (for the non-missing values) put back in ``values``' rows, missing
+    elsewhere: integers as int64 (Int64 with a missing value), booleans as bool (object with
+    a missing value)."""
+    if boolean:
+        if len(parsed) == len(values):
+            return pd.Series(parsed.to_numpy(), index=values.index, name=values.name)
+        out = pd.Series(None, index=values.index, name=values.name, dtype=object)
+        out[parsed.index] = parsed.to_numpy()
+        return out
+    out = parsed.reindex(values.index)
+    if integer:
+        out = out.astype("Int64") if out.isna().any() else out.astype(np.int64)
+    out.name = values.name
+    return out
