@@ -1,25 +1,87 @@
-"""Reading and writing tables by file name: CSV (separator detected) and Parquet.
+"""Reading and writing tables by file name: CSV (separator, decimal mark and encoding
+detected; numbers, dates and booleans typed) and Parquet.
 
 ``.csv``, ``.tsv``, ``.txt`` (optionally ``.gz``-compressed) are CSV; ``.parquet`` and ``.pq``
-are Parquet (needs pyarrow: ``pip install 'gpu_avatar[parquet]'``). Every problem is an
-``AvatarError`` naming the file.
+are Parquet. A CSV file is read as a careful analyst reads it (``read_table_file``):
+
+- encoding: UTF-8, UTF-8 with a BOM, UTF-16 with a BOM, else Windows-1252, else Latin-1;
+- separator: the one of ``, ; tab |`` that splits every line of the head into as many fields
+  (the most fields when several do);
+- decimal mark: ``.``, or ``,`` when the separator is not ``,`` and more values are written
+  ``1,5`` than ``1.5``;
+- every column is read as text, then typed by ``parsing.type_text_column``: a number, a date
+  or a boolean only if every non-missing value reads so (text columns of a Parquet file too).
+
+``sep``, ``decimal``, ``encoding`` and ``date_format`` override the detection. Avatars are
+written (``write_table``) with the input's separator, decimal mark and encoding. Every problem
+is an ``AvatarError`` naming the file.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from .encoding.kinds import is_text
 from .errors import AvatarError, import_extra
+from .parsing import DECIMAL_MARKS, TextTyping, type_text_column
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SEPARATORS = ",;\t|"
 _SNIFF_LINES = 50
+_DECIMAL_SAMPLE = 1000  # rows looked at for the decimal mark
+_ENCODINGS = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM", "utf-16": "UTF-16",
+              "cp1252": "Windows-1252", "latin-1": "Latin-1"}
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
+_READ_BYTES = 1 << 20
+
+
+@dataclass
+class TableFile:
+    """A table read from a file, with how it was read: what ``write_table`` reuses for the
+    avatars (separator, decimal mark, encoding) and what the command line reports."""
+
+    frame: pd.DataFrame
+    path: Path
+    format: str  # "csv" or "parquet"
+    sep: str | None = None
+    decimal: str = "."
+    encoding: str | None = None  # a Python codec name
+    typings: dict[Any, TextTyping] = field(default_factory=dict)  # text columns, as typed
+
+    @property
+    def write_options(self) -> dict[str, Any]:
+        """``write_table``'s options that keep the input's way of writing."""
+        return {"sep": self.sep, "decimal": self.decimal, "encoding": self.encoding}
+
+    def summary(self) -> str:
+        """One paragraph: how the file was read and what each text column became."""
+        rows, columns = self.frame.shape
+        how = [f"{rows} rows, {columns} columns"]
+        if self.format == "csv":
+            how.append(f"{_ENCODINGS.get(self.encoding, self.encoding)}, separator "
+                       f"{self.sep!r}, decimal mark {self.decimal!r}")
+        lines = [f"read {self.path.name}: " + "; ".join(how)]
+        for kind in ("integer", "number", "date", "boolean"):
+            names = [str(c) + (f" ({t.date_format})" if kind == "date" else "")
+                     for c, t in self.typings.items() if t.kind == kind]
+            if names:
+                lines.append(f"  {kind}s: {', '.join(names)}")
+        for column, typing in self.typings.items():
+            if typing.stopped is not None:
+                lines.append(f"  {column!r} kept as text: {typing.stopped!r} does not read as "
+                             "the rest of the column does")
+        return "\n".join(lines)
 
 
 def table_format(path: str | Path) -> str:
@@ -34,20 +96,65 @@ def table_format(path: str | Path) -> str:
     )
 
 
-def detect_separator(path: Path) -> str:
-    """The CSV separator among , ; tab | (from the first lines; "," when unsure)."""
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
+
+
+def detect_encoding(path: Path) -> str:
+    """The file's codec: from its BOM, else the first of UTF-8 and Windows-1252 that decodes
+    every byte, else Latin-1 (which decodes anything)."""
+    try:
+        with _open_binary(path) as handle:
+            head = handle.read(4)
+            for bom, codec in _BOMS:
+                if head.startswith(bom):
+                    return codec
+            for codec in ("utf-8", "cp1252"):
+                handle.seek(0)
+                decoder = codecs.getincrementaldecoder(codec)()
+                try:
+                    for chunk in iter(lambda: handle.read(_READ_BYTES), b""):
+                        decoder.decode(chunk)
+                    decoder.decode(b"", final=True)
+                    return codec
+                except UnicodeDecodeError:
+                    continue
+    except (OSError, EOFError) as error:
+        raise AvatarError(f"{path}: cannot read the file ({error})") from error
+    return "latin-1"
+
+
+def detect_separator(path: Path, encoding: str = "utf-8") -> str:
+    """The CSV separator among , ; tab | that splits every line of the head into the same
+    number (> 1) of fields, the most fields when several do; "," when none does."""
     if path.name.lower().endswith((".tsv", ".tsv.gz")):
         return "\t"
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as handle:
-            sample = "".join(itertools.islice(handle, _SNIFF_LINES))
+        with opener(path, "rt", encoding=encoding, errors="replace", newline="") as handle:
+            lines = list(itertools.islice(handle, _SNIFF_LINES))
     except (OSError, EOFError) as error:
         raise AvatarError(f"{path}: cannot read the file ({error})") from error
-    try:
-        return csv.Sniffer().sniff(sample, delimiters=SEPARATORS).delimiter
-    except csv.Error:
-        return ","
+    if len(lines) == _SNIFF_LINES:  # the last line may be cut inside a quoted field
+        lines = lines[:-1]
+    best, most = ",", 1
+    for separator in SEPARATORS:
+        counts = {len(row) for row in csv.reader(lines, delimiter=separator) if row}
+        if len(counts) == 1 and (fields := counts.pop()) > most:
+            best, most = separator, fields
+    return best
+
+
+def detect_decimal(frame: pd.DataFrame, sep: str) -> str:
+    """``,`` when the separator is not ``,`` and more cells of the first rows are written
+    ``1,5`` than ``1.5``; else ``.``."""
+    if sep == ",":
+        return "."
+    cells = frame.head(_DECIMAL_SAMPLE).stack()
+    cells = cells[cells.map(lambda v: isinstance(v, str))].str.strip()
+    commas = cells.str.fullmatch(r"[+-]?\d*,\d+").sum()
+    points = cells.str.fullmatch(r"[+-]?\d*\.\d+").sum()
+    return "," if commas > points else "."
 
 
 def _check_input(path: Path) -> None:
@@ -57,29 +164,108 @@ def _check_input(path: Path) -> None:
         raise AvatarError(f"{path} is a directory, not a table file")
 
 
-def read_table(path: str | Path, sep: str | None = None) -> pd.DataFrame:
-    """The table in ``path`` (CSV or Parquet, from its name); ``sep`` overrides detection."""
+def _date_format_fix(column: Any) -> dict[str, str]:
+    """How to give a column's date format, per entry point."""
+    return {"python": f"date_format={{{str(column)!r}: '%d/%m/%Y'}}",
+            "cli": f"--date-format {column}=%d/%m/%Y",
+            "yaml": f"date_format: {{{column}: '%d/%m/%Y'}}"}
+
+
+def type_columns(frame: pd.DataFrame, *, decimal: str = ".",
+                 date_format: str | Mapping[Any, str] | None = None,
+                 where: str = "the table") -> tuple[pd.DataFrame, dict[Any, TextTyping]]:
+    """``frame`` with each text column typed (``parsing.type_text_column``), and how each
+    was typed. ``date_format``: one format for every column it reads whole, or per column
+    (a value it does not read is an error)."""
+    if isinstance(date_format, Mapping):
+        unknown = [c for c in date_format if c not in frame.columns]
+        if unknown:
+            raise AvatarError(f"{where}: date_format names unknown column(s) {unknown}; "
+                              f"columns: {list(frame.columns)}")
+    typed, typings = {}, {}
+    for column in frame.columns:
+        values = frame[column]
+        if not is_text(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
+            typed[column] = values
+            continue
+        forced = date_format.get(column) if isinstance(date_format, Mapping) else None
+        fix = _date_format_fix(column)  # for dates that read in both day/month orders
+        typing = type_text_column(values, decimal=decimal, date_format=forced,
+                                  where=f"{where}: column {column!r}", fix=fix)
+        if typing.kind == "text" and isinstance(date_format, str):
+            try:
+                typing = type_text_column(values, decimal=decimal, date_format=date_format,
+                                          where="", fix="")
+            except AvatarError:
+                pass  # the one format does not read this column: it keeps its own typing
+        typed[column], typings[column] = typing.values, typing
+    return pd.DataFrame(typed, index=frame.index, columns=frame.columns), typings
+
+
+def read_table_file(
+    path: str | Path,
+    *,
+    sep: str | None = None,
+    decimal: str | None = None,
+    encoding: str | None = None,
+    date_format: str | Mapping[Any, str] | None = None,
+) -> TableFile:
+    """The table in ``path`` (CSV or Parquet, from its name), typed, with how it was read
+    (see the module docstring); ``sep``, ``decimal``, ``encoding`` and ``date_format``
+    override the detection."""
     path = Path(path)
     kind = table_format(path)
     _check_input(path)
+    if decimal is not None and decimal not in DECIMAL_MARKS:
+        raise AvatarError(f"decimal must be one of {DECIMAL_MARKS}, got {decimal!r}")
     if kind == "parquet":
         pyarrow = import_extra("pyarrow", "parquet", "reading Parquet files")
         try:
-            return pd.read_parquet(path, engine="pyarrow")
+            raw = pd.read_parquet(path, engine="pyarrow")
         except (pyarrow.ArrowException, OSError) as error:
             raise AvatarError(f"{path}: not a readable Parquet file ({error})") from error
+        frame, typings = type_columns(raw, decimal=decimal or ".", date_format=date_format,
+                                      where=str(path))
+        return TableFile(frame, path, kind, decimal=decimal or ".", typings=typings)
+    if encoding is None:
+        encoding = detect_encoding(path)
+    else:
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise AvatarError(f"encoding {encoding!r} is not a known text encoding (e.g. "
+                              "utf-8, cp1252, latin-1)") from None
+    sep = sep or detect_separator(path, encoding)
     try:
-        return pd.read_csv(path, sep=sep or detect_separator(path))
+        raw = pd.read_csv(path, sep=sep, encoding=encoding, dtype=str)
     except pd.errors.EmptyDataError as error:
         raise AvatarError(f"{path}: the file is empty") from error
     except pd.errors.ParserError as error:
-        raise AvatarError(f"{path}: cannot parse as CSV ({error})") from error
+        raise AvatarError(f"{path}: cannot parse as CSV with separator {sep!r} ({error}); "
+                          "give the separator") from error
     except UnicodeDecodeError as error:
-        raise AvatarError(f"{path}: not UTF-8 text ({error})") from error
+        raise AvatarError(f"{path}: not {encoding} text ({error}); give its encoding (e.g. "
+                          "cp1252 or latin-1)") from error
+    decimal = decimal or detect_decimal(raw, sep)
+    frame, typings = type_columns(raw, decimal=decimal, date_format=date_format,
+                                  where=str(path))
+    return TableFile(frame, path, kind, sep, decimal, encoding, typings)
 
 
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` (without its index) as CSV or Parquet, from the file name."""
+def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None = None,
+               encoding: str | None = None,
+               date_format: str | Mapping[Any, str] | None = None) -> pd.DataFrame:
+    """The table in ``path`` as a typed DataFrame (``read_table_file``'s frame): CSV with
+    its separator, decimal mark and encoding detected, numbers, dates and booleans typed
+    only where every value reads so; Parquet as stored."""
+    return read_table_file(path, sep=sep, decimal=decimal, encoding=encoding,
+                           date_format=date_format).frame
+
+
+def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
+                decimal: str = ".", encoding: str | None = None) -> Path:
+    """Write ``df`` (without its index) as CSV or Parquet, from the file name; a CSV with
+    ``sep`` (default: tab for .tsv, else ","), ``decimal`` and ``encoding`` (default UTF-8)."""
     path = Path(path)
     kind = table_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +273,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
         import_extra("pyarrow", "parquet", "writing Parquet files")
         df.to_parquet(path, index=False, engine="pyarrow")
     else:
-        tab = path.name.lower().endswith((".tsv", ".tsv.gz"))
-        df.to_csv(path, index=False, sep="\t" if tab else ",")
+        if sep is None:
+            sep = "\t" if path.name.lower().endswith((".tsv", ".tsv.gz")) else ","
+        df.to_csv(path, index=False, sep=sep, decimal=decimal, encoding=encoding or "utf-8")
     return path

@@ -22,7 +22,15 @@ import numpy as np
 from .errors import AvatarError, AvatarTypeError
 
 # Allowed values, one definition each.
-KINDS = ("continuous", "categorical", "identifier")  # what ``types`` may declare
+KINDS = ("continuous", "categorical", "identifier")  # how the encoder treats a column
+DATETIME = "datetime"  # declared as "datetime" or "datetime:FORMAT": a continuous column of dates
+KIND_MEANINGS = {  # what ``types`` may declare, and how each is encoded
+    "continuous": "numbers, or text that reads as numbers: standardised",
+    "categorical": "modalities: one indicator per modality",
+    DATETIME: "dates, or text that reads as dates (datetime:FORMAT gives the strptime format): "
+              "seconds since the epoch, standardised",
+    "identifier": "not a variable: fresh values in the release",
+}
 IMPUTATIONS = ("median", "mean", "mode", "knn")
 CATEGORICAL_RULES = ("draw", "argmax")
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbour searches
@@ -85,15 +93,33 @@ def check_ncp(ncp: Any) -> int:
     return check_integer("ncp", ncp, 1)
 
 
+def date_format_of(kind: Any) -> str | None:
+    """The format of a declared ``datetime:FORMAT`` kind (None for a plain ``datetime``)."""
+    return kind.partition(":")[2] or None
+
+
+def is_datetime_kind(kind: Any) -> bool:
+    return isinstance(kind, str) and kind.partition(":")[0] == DATETIME
+
+
+def kinds_listed() -> str:
+    return "; ".join(f"{kind} ({meaning})" for kind, meaning in KIND_MEANINGS.items())
+
+
 def check_types(types: Any, where: str = "types") -> dict[Any, str]:
-    """A mapping column -> kind (one of ``KINDS``); None is no declaration."""
+    """A mapping column -> kind (one of ``KIND_MEANINGS``, or ``datetime:FORMAT``); None is
+    no declaration."""
     if types is None:
         return {}
     if not isinstance(types, Mapping):
-        raise AvatarTypeError(f"{where} must map column names to kinds {KINDS}, got {types!r}")
+        raise AvatarTypeError(
+            f"{where} must map column names to kinds, got {types!r}; the kinds: {kinds_listed()}"
+        )
     for column, kind in types.items():
-        if kind not in KINDS:
-            raise AvatarError(f"{where}[{column!r}]={kind!r} is not one of {KINDS}")
+        if kind not in KINDS and not is_datetime_kind(kind):
+            raise AvatarError(
+                f"{where}[{column!r}]={kind!r} is not a kind; the kinds: {kinds_listed()}"
+            )
     return dict(types)
 
 

@@ -20,13 +20,14 @@ the parsing (``to_numeric``, ``to_datetime``); this module only chooses the read
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import AvatarError
+from .errors import AvatarError, FixableError
 
 DECIMAL_MARKS = (".", ",")
 ISO = "ISO8601"  # pandas' own reading of every ISO 8601 form
@@ -112,19 +113,22 @@ def to_datetimes(text: pd.Series, reading: str | None = None) -> pd.Series:
         return pd.to_datetime(text, format=reading, errors="coerce", utc=True)
 
 
-def detect_date_reading(text: pd.Series, where: str, fix: str) -> str | None:
+def detect_date_reading(text: pd.Series, where: str,
+                        fix: str | Mapping[str, str]) -> str | None:
     """The reading of ``text`` (non-missing, stripped) that reads every value as a date:
     ``ISO8601``, "day first" or "month first"; None if none does. Both orders reading every
-    value is refused (``fix``: how to give the format, in the words of the entry point)."""
+    value is refused (``fix``: how to give the format, per entry point: "python", "cli",
+    "yaml"; a text is the Python one)."""
     if text.empty or not text.str.match(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}").all():
         return None
     if parse_iso(text).notna().all():
         return ISO
     readings = [order for order in DATE_ORDERS if to_datetimes(text, order).notna().all()]
     if len(readings) > 1:
-        raise AvatarError(
-            f"{where}: dates such as {text.iloc[0]!r} read both day first and month first; "
-            f"give the format, {fix}"
+        fixes = {"python": fix} if isinstance(fix, str) else fix
+        raise FixableError(
+            f"{where}: dates such as {text.iloc[0]!r} read both day first and month first",
+            {entry: f"give the format, {words}" for entry, words in fixes.items()},
         )
     return readings[0] if readings else None
 
@@ -147,7 +151,8 @@ def _text_kept(values: pd.Series, stopped: Any = None) -> TextTyping:
 
 
 def type_text_column(
-    values: pd.Series, *, decimal: str, date_format: str | None, where: str, fix: str
+    values: pd.Series, *, decimal: str, date_format: str | None, where: str,
+    fix: str | Mapping[str, str],
 ) -> TextTyping:
     """A text column as numbers, dates or booleans when every non-missing value reads so
     (see the module docstring); ``date_format`` forces a date reading, and a value it does

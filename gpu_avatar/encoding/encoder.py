@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError
-from ..parameters import IMPUTATIONS, check_choice, check_types
+from ..parameters import IMPUTATIONS, check_choice, check_types, is_datetime_kind
 from .identifiers import IdentifierValues
 from .kinds import (
     CATEGORICAL,
@@ -38,9 +38,11 @@ from .kinds import (
     check_structure,
     detect_kind,
     is_datetime,
+    is_text,
     same_values_kind,
     validate_table,
 )
+from .text_values import TextValues
 
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
@@ -83,6 +85,7 @@ class ColumnSpec:
     missing_value: Any = np.nan  # how a missing cell is written back (object columns)
     counts: dict = field(default_factory=dict)  # categorical: modality -> rows
     identifiers: IdentifierValues | None = None  # identifier columns
+    text: TextValues | None = None  # text declared continuous or datetime: read and written
     modalities: pd.Index | None = None  # categorical: derived from ``counts``
     fill_value: Any = None  # continuous: imputation value (fit); categorical: the mode's code
     has_missing: bool = False  # an indicator variable is added
@@ -183,6 +186,8 @@ class TableEncoder:
                     codes[name] = chunk_codes
             elif spec.kind == IDENTIFIER:
                 spec.identifiers.add(series)
+            elif spec.text is not None:
+                spec.text.add(series)
             self.specs_[name] = spec
         for spec in self.specs_.values():
             _derive(spec, self.missing_indicators)
@@ -190,14 +195,23 @@ class TableEncoder:
 
     def _new_spec(self, series: pd.Series) -> ColumnSpec:
         name, dtype = series.name, series.dtype
-        kind = self.types.get(name) or detect_kind(series)
-        if kind == CONTINUOUS and detect_kind(series) != CONTINUOUS:
+        declared = self.types.get(name)
+        kind = CONTINUOUS if is_datetime_kind(declared) else declared or detect_kind(series)
+        spec = ColumnSpec(name=name, kind=kind, dtype=dtype)
+        plain_text = is_text(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+        if kind == CONTINUOUS and plain_text:
+            spec.text = TextValues.declared(series, declared)
+        elif is_datetime_kind(declared) and not is_datetime(dtype):
+            raise AvatarError(
+                f"column {name!r} (dtype {dtype}) is declared datetime but holds neither dates "
+                "nor text; declare it 'continuous' or 'categorical'"
+            )
+        elif kind == CONTINUOUS and detect_kind(series) != CONTINUOUS:
             raise AvatarError(
                 f"column {name!r} (dtype {dtype}) cannot be continuous; declare it "
-                "'categorical' or convert it to numbers first"
+                "'categorical'"
             )
-        spec = ColumnSpec(name=name, kind=kind, dtype=dtype)
-        if kind == CONTINUOUS:
+        elif kind == CONTINUOUS:
             if is_datetime(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
                 spec.time_unit = series.dt.unit
                 spec.tz = getattr(dtype, "tz", None)
@@ -267,6 +281,8 @@ class TableEncoder:
     # --------------------------------------------------------- transform
     @staticmethod
     def continuous_values(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
+        if spec.text is not None:
+            return spec.text.values(series)
         if spec.time_unit is not None:
             ticks = time_ticks(series).astype(np.float64)
             ticks[series.isna().to_numpy()] = np.nan
@@ -450,6 +466,8 @@ def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
 
 
 def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
+    if spec.text is not None:
+        return spec.text.decode(values, mask, spec.dtype)
     if spec.time_unit is not None:
         ints = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.time_unit])).astype(np.int64)
         if mask is not None:

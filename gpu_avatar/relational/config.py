@@ -9,8 +9,11 @@ tables:
   patient:
     path: patient.csv          # relative to this YAML file; CSV or Parquet
     primary_key: p_id
+    sep: ";"                   # optional, how the file is read (detected otherwise): sep,
+    decimal: ","               # decimal, encoding (cp1252...), date_format ('%d/%m/%Y', or
+                               # per column: {birth: '%d/%m/%Y'})
     individual_level: true     # optional (default: true for tables without a parent)
-    types: {gender: categorical}
+    types: {gender: categorical, birth: datetime, code: identifier}
     k: 5                       # a table may override k, ncp, column_weights, imputation,
                                # categorical, engine and batch_size
   visit:
@@ -69,8 +72,10 @@ from .schema import Database
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
 TOP_LEVEL = {"tables": False, "links": False, "assignment_block_size": False, "url": False,
              "schema": False, "include": False, **dict.fromkeys(RUN_PARAMETERS, False)}
+READ_KEYS = ("sep", "decimal", "encoding", "date_format")  # how a table's file is read
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
-              "sep": False, "time": False, **dict.fromkeys(TABLE_OVERRIDES, False)}
+              "time": False, **dict.fromkeys(READ_KEYS, False),
+              **dict.fromkeys(TABLE_OVERRIDES, False)}
 SERIES_KEYS = ("n_points", "n_components", "projection")  # of a time_series link
 LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": False,
              "method": False, "drop_orphans": False, **dict.fromkeys(SERIES_KEYS, False)}
@@ -142,7 +147,8 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         raise AvatarError(f"{path}: {error}") from error
     allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
     if url is not None:
-        del allowed["path"], allowed["sep"], allowed["time"]
+        for key in ("path", "time", *READ_KEYS):
+            del allowed[key]
         for name, entry in (tables or {}).items():
             if isinstance(entry, Mapping) and "time" in entry:
                 raise AvatarError(
@@ -186,7 +192,7 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
     for name, spec in specs.items():
         paths[name] = (path.parent / str(spec["path"])).resolve()
         try:
-            data = read_table(paths[name], sep=spec.get("sep"))
+            data = read_table(paths[name], **{key: spec[key] for key in READ_KEYS if key in spec})
         except AvatarError as error:
             raise AvatarError(f"tables.{name}: {error}") from error
         database.add_table(

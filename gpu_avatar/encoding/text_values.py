@@ -1,0 +1,140 @@
+"""Text columns declared ``continuous`` or ``datetime``: read as numbers or dates by the
+shared rules of ``gpu_avatar.parsing``, and written back as text the way the originals are
+written (decimal mark and decimals; the date order, separator and time of day).
+
+A value that does not read is an error naming the column and the value: a declaration is a
+promise about every value, and a silent NaN would lose it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AvatarError
+from ..parameters import date_format_of, is_datetime_kind
+from ..parsing import (
+    ISO,
+    detect_date_reading,
+    first_failure,
+    non_missing_text,
+    to_datetimes,
+    to_numbers,
+)
+
+SECONDS_PER_DAY = 86400
+_NANOS = 10**9
+
+
+@dataclass
+class TextValues:
+    """How one text column is read (``reading``: "number", or a reading of
+    ``parsing.to_datetimes``) and written back (``decimal`` and ``decimals`` for numbers;
+    ``date_format``, a strftime format, for dates)."""
+
+    column: Any
+    reading: str
+    decimal: str = "."
+    decimals: int = 0
+    date_format: str | None = None
+    times: int = 0  # dates: 0 none, 1 hours and minutes, 2 with seconds
+
+    @classmethod
+    def declared(cls, series: pd.Series, kind: str) -> TextValues:
+        """The reading of ``series`` declared ``kind`` ("continuous", "datetime" or
+        "datetime:FORMAT"), decided on its first chunk."""
+        text = non_missing_text(series)
+        where = f"column {series.name!r}"
+        if is_datetime_kind(kind):
+            reading = date_format_of(kind) or detect_date_reading(text, where, {
+                "python": f"types={{{series.name!r}: 'datetime:%d/%m/%Y'}}",
+                "cli": f"--types {series.name}=datetime:%d/%m/%Y",
+                "yaml": f"types: {{{series.name}: 'datetime:%d/%m/%Y'}}",
+            })
+            if reading is None:
+                example = text.iloc[0] if len(text) else None
+                raise AvatarError(
+                    f"{where} is declared datetime but {example!r} is not a date in ISO 8601 "
+                    f"or day/month/year order; give its format, types={{{series.name!r}: "
+                    "'datetime:%d/%m/%Y'}} (strptime codes)"
+                )
+            given = date_format_of(kind)
+            times = 0 if given is None else (2 if "%S" in given else int("%H" in given))
+            return cls(series.name, reading, date_format=given, times=times)
+        decimal = "," if to_numbers(text.iloc[:1000], ".").isna().any() else "."
+        return cls(series.name, "number", decimal=decimal)
+
+    @property
+    def is_date(self) -> bool:
+        return self.reading != "number"
+
+    def _parsed(self, series: pd.Series) -> tuple[pd.Series, pd.Series]:
+        """The non-missing text and its values; a value that does not read is an error."""
+        text = non_missing_text(series)
+        parsed = to_datetimes(text, self.reading) if self.is_date else to_numbers(
+            text, self.decimal)
+        failed = first_failure(text, parsed)
+        if failed is not None:
+            what = (f"a date ({self.reading})" if self.is_date else
+                    f"a number (decimal mark {self.decimal!r})")
+            raise AvatarError(
+                f"column {self.column!r} is declared {'datetime' if self.is_date else 'continuous'}"
+                f" but {failed!r} does not read as {what}; fix the value, or declare the column "
+                "'categorical'"
+            )
+        return text, parsed
+
+    def add(self, series: pd.Series) -> None:
+        """Learn from a chunk how its values are written (decimals, time of day)."""
+        text, _ = self._parsed(series)
+        if self.is_date:
+            self.times = max(self.times, int(text.str.contains(":").any())
+                             + int(text.str.count(":").ge(2).any()))
+        else:
+            digits = text.str.extract(rf"{re.escape(self.decimal)}(\d+)$", expand=False)
+            if digits.notna().any():
+                self.decimals = max(self.decimals, int(digits.str.len().max()))
+        if self.is_date and self.date_format is None and len(text):
+            self.date_format = _written_format(text.iloc[0], self.reading, self.times)
+
+    def values(self, series: pd.Series) -> np.ndarray:
+        """float64 values (dates: seconds since the epoch, UTC), NaN where missing."""
+        _, parsed = self._parsed(series)
+        out = np.full(len(series), np.nan)
+        if self.is_date:
+            ticks = parsed.dt.as_unit("ns").array.asi8.astype(np.float64) / _NANOS
+            out[series.index.get_indexer(parsed.index)] = ticks
+        else:
+            out[series.index.get_indexer(parsed.index)] = parsed.to_numpy()
+        return out
+
+    def decode(self, values: np.ndarray, mask: np.ndarray | None, dtype: Any) -> pd.Series:
+        """Avatar values written as the originals are, in the column's text ``dtype``."""
+        if self.is_date:
+            step = SECONDS_PER_DAY if self.times == 0 else (60 if self.times == 1 else 1)
+            seconds = np.rint(values / step) * step
+            times = pd.to_datetime(seconds.astype(np.int64), unit="s")
+            written = pd.Series(times.strftime(self.date_format), dtype=object)
+        else:
+            rounded = np.round(values, self.decimals)
+            written = pd.Series([f"{v:.{self.decimals}f}" for v in rounded], dtype=object)
+            if self.decimal != ".":
+                written = written.str.replace(".", self.decimal, regex=False)
+        if mask is not None:
+            written[mask] = None
+        return written.astype(dtype)
+
+
+def _written_format(example: str, reading: str, times: int) -> str:
+    """The strftime format that writes dates as ``example`` is written."""
+    clock = ("", " %H:%M", " %H:%M:%S")[times]
+    if reading == ISO:
+        separator = "T" if "T" in example else " "
+        return "%Y-%m-%d" + clock.replace(" ", separator)
+    separator = next(c for c in example if not c.isdigit())
+    first, second = ("%d", "%m") if reading == "day first" else ("%m", "%d")
+    return f"{first}{separator}{second}{separator}%Y{clock}"
