@@ -8,6 +8,7 @@ result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 
 from .advice import Advice, advise, advise_database
 from .backend import Backend, resolve_backend
+from .encoding.identifying import IdentifyingColumnsError
 from .errors import (
     AvatarError,
     AvatarTypeError,
@@ -16,6 +17,7 @@ from .errors import (
     GpuAvatarError,
     MissingExtraError,
 )
+from .files import TableFile, read_table, read_table_file, write_table
 from .metrics import (
     AttackMetrics,
     PrivacyMetrics,
@@ -49,11 +51,13 @@ __all__ = [
     "FAMD",
     "FixableError",
     "GpuAvatarError",
+    "IdentifyingColumnsError",
     "MCA",
     "MissingExtraError",
     "PCA",
     "PrivacyMetrics",
     "SignalMetrics",
+    "TableFile",
     "advise",
     "advise_database",
     "attack_metrics",
@@ -63,8 +67,11 @@ __all__ = [
     "distributed",
     "ParquetAvatarization",
     "privacy_metrics",
+    "read_table",
+    "read_table_file",
     "signal_metrics",
     "split_holdout",
     "resolve_backend",
     "write_report",
+    "write_table",
 ]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .advice import Advice, advise_database
+from .encoding.identifying import knowingly_released_line
 from .errors import AvatarError
 from .metrics.privacy import PrivacyMetrics
 from .metrics.signal import SignalMetrics
@@ -62,7 +63,8 @@ def load_hospital_database() -> Database:
 def database_summary(result: DatabaseAvatarizationResult, seconds: float, privacy=None) -> str:
     """Tables, links (cardinality, integrity) and the privacy summary matrix (from the
     scenario metrics ``privacy`` when given, computed otherwise)."""
-    lines = [f"# Database: {len(result.tables)} tables avatarized in {seconds:.2f} s"]
+    lines = [f"# Database: {len(result.tables)} tables avatarized in {seconds:.2f} s",
+             *filter(None, [knowingly_released_line(result.knowingly_released)])]
     for name, table in result.tables.items():
         lines.append(f"- {name}: {len(result.originals[name])} rows -> {len(table)} avatars")
     lines += ["", "## Links"]
@@ -119,6 +121,7 @@ def summary(
                     if key != "types")
         + f", seed {result.seed}, projection {result.projection_kind.upper()}",
         "timings (s): " + ", ".join(f"{k} {v:.3f}" for k, v in result.timings.items()),
+        *filter(None, [knowingly_released_line(result.knowingly_released)]),
         "",
         "## Privacy (originals vs unshuffled avatars)",
         privacy.to_frame().to_string(float_format=lambda v: f"{v:.3f}"),

@@ -35,8 +35,9 @@ import pandas as pd
 
 from .. import __version__
 from ..encoding import IDENTIFIER
+from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, GpuAvatarError, import_extra
+from ..errors import AvatarError, FixableError, GpuAvatarError, import_extra
 from ..metrics.attacks import SINGLING_OUT_QUERIES
 from ..metrics.checks import check_same_table
 from ..parameters import (
@@ -49,6 +50,7 @@ from ..parameters import (
     AvatarParameters,
     check_types,
 )
+from ..parsing import DECIMAL_MARKS
 from ..report.language import LANGUAGES
 from ..sql.write import IF_EXISTS
 
@@ -148,7 +150,8 @@ def _add_language(parser: argparse.ArgumentParser) -> None:
 
 def _add_types(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--types", nargs="+", action="append", metavar="COLUMN=KIND",
-                        help="column kinds: continuous, categorical or identifier")
+                        help="column kinds: continuous, categorical, identifier, datetime or "
+                        "datetime:FORMAT")
     parser.add_argument("--categorical-max-distinct", type=int, metavar="N",
                         help="numeric columns with at most N distinct values are categorical "
                         "(the Avatar paper uses 10); --types wins")
@@ -156,7 +159,51 @@ def _add_types(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_sep(parser: argparse.ArgumentParser) -> None:
+    """How CSV inputs are read (detected unless given) and outputs written (as the input)."""
     parser.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
+    parser.add_argument("--decimal", choices=DECIMAL_MARKS,
+                        help="decimal mark of the CSV numbers (default: detected)")
+    parser.add_argument("--encoding", help="text encoding of the CSV files (default: detected: "
+                        "UTF-8, UTF-8 or UTF-16 with a BOM, Windows-1252, Latin-1)")
+    parser.add_argument("--date-format", nargs="+", action="append",
+                        metavar="[COLUMN=]FORMAT",
+                        help="strptime format of dates, for every column or one (e.g. "
+                        "birth=%%d/%%m/%%Y); default: detected")
+    parser.add_argument("--output-sep", help="separator of the CSV outputs (default: the "
+                        "input's)")
+    parser.add_argument("--output-decimal", choices=DECIMAL_MARKS,
+                        help="decimal mark of the CSV outputs (default: the input's)")
+
+
+def _date_format(args: argparse.Namespace) -> str | dict[str, str] | None:
+    """``--date-format``: one format for every column, or COLUMN=FORMAT items."""
+    items = [item for group in args.date_format or [] for item in group]
+    if not items:
+        return None
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    return {column: value for _, column, value in _pairs([items], "--date-format", "FORMAT")}
+
+
+def read_input(path: str | Path, args: argparse.Namespace):
+    """A table file read as the options say (``files.read_table_file``); how it was read is
+    printed once the command succeeds (a failure prints its one error line alone)."""
+    from ..files import read_table_file
+
+    table = read_table_file(path, sep=args.sep, decimal=args.decimal, encoding=args.encoding,
+                            date_format=_date_format(args))
+    args.tables_read.append(table)
+    return table
+
+
+def write_options(table: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """How CSV outputs are written: as the input ``table`` was, unless the options say."""
+    options = table.write_options
+    if args.output_sep:
+        options["sep"] = args.output_sep
+    if args.output_decimal:
+        options["decimal"] = args.output_decimal
+    return options
 
 
 def _add_metric_options(parser: argparse.ArgumentParser) -> None:
@@ -371,17 +418,24 @@ def _check_output_path(output: str | Path, *inputs: str | Path) -> Path:
 
 
 def _privacy_line(privacy: Any) -> str:
+    """The privacy headline: the main figures, the targets met, each target missed (the
+    column-wise direct match naming its worst column)."""
     frame = privacy.to_frame()
     judged = frame["passed"].dropna()
+    missed = []
+    for metric in judged.index[~judged.astype(bool)]:
+        worst = (f" (column {privacy.worst_direct_match_column!r})"
+                 if metric == "column_direct_match_protection" else "")
+        missed.append(f"{metric} {frame.loc[metric, 'value']:.4g}{worst}")
     return (f"privacy: hidden rate {privacy.hidden_rate:.1f} %, median local cloaking "
             f"{privacy.local_cloaking:g}; {int(judged.astype(bool).sum())} of {len(judged)} "
-            "targets met")
+            "targets met" + (f"; not met: {', '.join(missed)}" if missed else ""))
 
 
 def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from ..files import read_table, write_table
+    from ..files import write_table
     from ..progress import Steps
 
     output = _check_output_path(args.output, args.input)
@@ -402,10 +456,11 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
-        df = read_table(args.input, sep=args.sep)
+        table = read_input(args.input, args)
+        df = table.frame
         holdout = None
         if args.holdout:  # read and checked before the work
-            holdout = _cast_like(df, read_table(args.holdout, sep=args.sep))
+            holdout = _cast_like(df, read_input(args.holdout, args).frame)
             check_same_table(df, holdout, f"--holdout {args.holdout}", same_rows=False)
     types = column_types(df, args)
     settings = _settings(args)
@@ -421,14 +476,18 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     result = ga.avatarize(df, types=types, progress=progress, **settings)
     seconds = time.perf_counter() - start
     with steps.step("write"):
-        write_table(result.avatars, output)
+        written = write_options(table, args)
+        write_table(result.avatars, output, **written)
         if args.unshuffled_output:
-            write_table(result.sensitive_unshuffled_avatars, args.unshuffled_output)
+            write_table(result.sensitive_unshuffled_avatars, args.unshuffled_output, **written)
     _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in {seconds:.2f} s "
          f"(k {result.parameters.k}, ncp {result.parameters.ncp}, seed {result.seed})")
     if args.unshuffled_output:
         _say(f"wrote the unshuffled avatars to {args.unshuffled_output} (sensitive: do not "
              "release)")
+    knowingly = knowingly_released_line(result.knowingly_released)
+    if knowingly:
+        _say(knowingly)
     if args.report:
         with steps.step("privacy metrics"):
             privacy = result.privacy_metrics(**_privacy_options(args))
@@ -451,9 +510,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
 def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from ..files import read_table
-
-    df = read_table(args.input, sep=args.sep)
+    df = read_input(args.input, args).frame
     settings = _settings(args)
     settings.pop("k", None)  # swept
     advice = ga.advise(df, types=column_types(df, args), candidates=args.candidates,
@@ -487,10 +544,8 @@ def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
 def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
     """Original and avatars, identifier columns dropped, avatar dtypes cast to the original's
     where CSV inference differs (e.g. integers read back as floats)."""
-    from ..files import read_table
-
-    original = read_table(args.original, sep=args.sep)
-    avatars = read_table(args.avatars, sep=args.sep)
+    original = read_input(args.original, args).frame
+    avatars = read_input(args.avatars, args).frame
     types = column_types(original, args)
     identifiers = [c for c, kind in types.items() if kind == IDENTIFIER]
     original = original.drop(columns=[c for c in identifiers if c in original])
@@ -650,14 +705,14 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
 def cmd_split(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from ..files import read_table, write_table
+    from ..files import write_table
 
     training_path = _check_output_path(args.training, args.input)
     holdout_path = _check_output_path(args.holdout, args.input, args.training)
-    df = read_table(args.input, sep=args.sep)
-    training, holdout = ga.split_holdout(df, args.fraction, seed=args.seed)
-    write_table(training, training_path)
-    write_table(holdout, holdout_path)
+    table = read_input(args.input, args)
+    training, holdout = ga.split_holdout(table.frame, args.fraction, seed=args.seed)
+    write_table(training, training_path, **write_options(table, args))
+    write_table(holdout, holdout_path, **write_options(table, args))
     _say(f"wrote {len(training)} training rows to {training_path} and {len(holdout)} holdout "
          f"rows to {holdout_path} (avatarize the first; keep the second private, for "
          "gpu-avatar attacks)")
@@ -675,13 +730,12 @@ def _attacks_line(attacks: Any) -> str:
 def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
-    from ..files import read_table
     from ..progress import Steps
 
     with Steps(progress, "gpu-avatar attacks", total=1).step("read"):
-        original = read_table(args.original, sep=args.sep)
-        avatars = _cast_like(original, read_table(args.avatars, sep=args.sep))
-        holdout = _cast_like(original, read_table(args.holdout, sep=args.sep))
+        original = read_input(args.original, args).frame
+        avatars = _cast_like(original, read_input(args.avatars, args).frame)
+        holdout = _cast_like(original, read_input(args.holdout, args).frame)
     halves = args.linkability_columns
     if halves is not None and len(halves) != 2:
         raise UsageError(f"--linkability-columns goes twice (the attacker's two sources), got "
@@ -741,7 +795,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.debug:
             warnings.showwarning = _show_warning
         try:
-            return args.handler(args, _progress_wanted(args))
+            args.tables_read = []
+            status = args.handler(args, _progress_wanted(args))
+            for table in args.tables_read:
+                _say(table.summary())
+            return status
         except KeyboardInterrupt:
             close_all()
             print(f"{PROG}: interrupted", file=sys.stderr)
@@ -750,12 +808,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             close_all()
             if args.debug:
                 raise
-            print(f"{PROG}: error: {describe(error)}", file=sys.stderr)
+            print(f"{PROG}: error: {describe(error, _words(args))}", file=sys.stderr)
             return EXIT_USAGE if isinstance(error, UsageError) else EXIT_ERROR
 
 
-def describe(error: BaseException) -> str:
-    """One line for the user: the message of an expected error, the type of another."""
+def _words(args: argparse.Namespace) -> str:
+    """Whose words a fix is given in: the YAML file's for a database, else the options'."""
+    return "yaml" if args.command == "database" else "cli"
+
+
+def describe(error: BaseException, words: str = "cli") -> str:
+    """One line for the user: the message of an expected error (its fix in ``words``, the
+    entry point's), the type of another."""
+    if isinstance(error, FixableError):
+        return one_line(error.worded(words))
     if isinstance(error, (GpuAvatarError, UsageError)):
         return one_line(error)
     if isinstance(error, OSError) and error.strerror:

@@ -84,6 +84,13 @@ class PrivacyMetrics:
     inference_baseline: float | None = None
     ncp: int = 0
 
+    @property
+    def worst_direct_match_column(self) -> Any:
+        """The variable whose values the avatars copy most (``column_direct_match_protection``
+        is its protection)."""
+        per_variable = self.column_direct_match_protection_per_variable
+        return min(per_variable, key=per_variable.get)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: value, target, passed."""
         return metrics_frame(

@@ -91,4 +91,5 @@ def avatarize(
         projection_kind=model.projection.kind,
         timings=timings,
         batches=None if len(batches) == 1 else batches,
+        knowingly_released=model.knowingly_released,
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..backend import to_pandas
+from ..encoding.identifying import IdentifyingColumn
 from ..metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
 from ..metrics.targets import mean_and_worst
 from ..parameters import AvatarParameters
@@ -26,6 +27,8 @@ class AvatarizationResult:
     input) for the privacy metrics only: releasing it would link avatars to people.
     ``parameters``: the run's, ``ncp`` as used (at most the projection's axes), ``seed`` the
     entropy that reproduces the run (also ``seed``), ``backend`` the one that ran.
+    ``knowingly_released``: columns that could identify a person, released because their
+    kind was declared (``encoding.identifying``).
     """
 
     sensitive_unshuffled_avatars: pd.DataFrame
@@ -35,6 +38,7 @@ class AvatarizationResult:
     projection_kind: str
     timings: dict[str, float] = field(default_factory=dict)
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions, if batched
+    knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
 
     @property
     def seed(self) -> int:

@@ -38,6 +38,7 @@ import pandas as pd
 
 from ..backend import Backend, resolve_backend
 from ..encoding import CONTINUOUS, fresh_identifiers
+from ..encoding.identifying import IdentifyingColumn, refuse_undeclared_tables
 from ..errors import AvatarError, AvatarTypeError
 from ..metrics.privacy import metric_coordinates
 from ..parameters import (
@@ -121,6 +122,8 @@ class DatabaseAvatarizationResult:
     parameters: AvatarParameters  # the run's, for every table (seed: the run's entropy)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per table
     series_models: dict[tuple[str, str], SeriesModel] = field(default_factory=dict, repr=False)
+    # columns that could identify a person, released because their kind was declared
+    knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
 
     def privacy_metrics(self, **options: Any):
         """Privacy per (table, scenario, reference table); see ``scenarios``."""
@@ -378,6 +381,11 @@ def avatarize_database(
         )
     data = {name: frame.reset_index(drop=True) for name, frame in db.validate().items()}
     order = db.topological_order()
+    series_tables = {link.child for link in db.links if link.method == "time_series"}
+    knowingly_released = refuse_undeclared_tables({  # every table, before any work
+        name: (data[name][db.variables(name)], db.tables[name].types)
+        for name in order if name not in series_tables
+    })
     for link in db.links:
         if link.method == "time_series" and link.child in (overrides or {}):
             raise AvatarError(
@@ -519,4 +527,5 @@ def avatarize_database(
         parameters=base.replace(seed=int(sequence.entropy), backend=backend.name),
         overrides={t: dict(overrides[t]) for t in (overrides or {})},
         series_models=models,
+        knowingly_released=knowingly_released,
     )

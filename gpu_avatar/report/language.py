@@ -55,6 +55,12 @@ FRENCH: dict[str, str] = {
     "Database avatarization report": "Rapport d'avatarisation de la base de données",
     "Contents": "Sommaire",
     "Table": "Table", "Database": "Base de données",
+    "Column whose unique values the avatars repeat most: {column} ({value} % protected).":
+        "Colonne dont les avatars répètent le plus les valeurs uniques : {column} ({value} % "
+        "protégés).",
+    "Released as declared, although they could identify a person: {columns}.":
+        "Publiées telles que déclarées, bien qu'elles puissent identifier une personne : "
+        "{columns}.",
     "page {page}": "page {page}",
     "gpu_avatar {version}, {created}. Avatar method: every original individual gets one "
     "synthetic avatar; the metrics below compare them.":

@@ -113,6 +113,7 @@ def _table_part(
     attacks: AttackMetrics | None = None,
     slug: str | None = None,
     level: int = 2,
+    knowingly_released: list = (),
 ) -> Part:
     new_figure = _matplotlib()
     types = dict(types or {})
@@ -137,6 +138,7 @@ def _table_part(
     rows += [[tr(f"{kind} columns"), ", ".join(map(str, columns)) or tr("none")]
              for kind, columns in kinds.items()]
     part.section("parameters", tr("Run parameters"),
+                 *_knowingly_released(knowingly_released, tr),
                  _text_table([tr("parameter"), tr("value")], rows))
 
     all_timings = {**{tr("avatarization: {step}", step=k): v for k, v in (timings or {}).items()},
@@ -164,7 +166,10 @@ def _table_part(
             "Originals against their own (unshuffled) avatars, distances on {ncp} axes of a "
             "projection fitted on the originals. {met} of {judged} targets met.",
             ncp=privacy.ncp, met=met, judged=judged)),
-            _metrics_table(frame, PRIVACY_DESCRIPTIONS, tr))
+            _metrics_table(frame, PRIVACY_DESCRIPTIONS, tr),
+            Text(tr("Column whose unique values the avatars repeat most: {column} ({value} % "
+                    "protected).", column=privacy.worst_direct_match_column,
+                    value=tr.number(privacy.column_direct_match_protection, ".1f")), "note"))
     else:
         part.section("privacy", tr("Privacy metrics"), Text(tr(
             "Not an individual-level table: its rows are not people, so its privacy is "
@@ -201,6 +206,15 @@ def _table_part(
     return part
 
 
+def _knowingly_released(columns: list, tr: Translator) -> list:
+    """The one line saying which columns were released although they could identify a
+    person (``encoding.identifying``), because their kind was declared."""
+    if not columns:
+        return []
+    return [Text(tr("Released as declared, although they could identify a person: "
+                    "{columns}.", columns=", ".join(c.name for c in columns)), "note")]
+
+
 def table_part(
     original: pd.DataFrame,
     unshuffled_avatars: pd.DataFrame,
@@ -229,6 +243,7 @@ def _result_options(result: Any) -> dict[str, Any]:
     return dict(
         avatars=to_pandas(result.avatars), types=dict(run.types), ncp=run.ncp,
         parameters=parameters, timings=result.timings, backend=run.backend,
+        knowingly_released=result.knowingly_released,
     )
 
 
@@ -405,6 +420,7 @@ def _database_part(
             parents or tr("none"), run.k, run.ncp,
         ])
     part.section("parameters", tr("Run parameters"),
+                 *_knowingly_released(result.knowingly_released, tr),
                  _text_table([tr("parameter"), tr("value")], rows),
                  _text_table([tr("table"), tr("rows"), tr("avatars"), tr("primary key"),
                                tr("individual-level"), tr("parents"), "k", "ncp"],

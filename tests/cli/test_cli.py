@@ -68,7 +68,7 @@ def test_avatarize_to_parquet_and_paper_metrics_from_files(datasets_path, tmp_pa
     output = tmp_path / "out" / "aids.parquet"
     done = check_ok(run_cli("avatarize", aids, output, "--k", "20", "--seed", "0", *AIDS_TYPES))
     assert "wrote 2139 avatars" in done.stdout
-    original, avatars = pd.read_csv(aids, sep=";"), pd.read_parquet(output)
+    original, avatars = ga.read_table(aids), pd.read_parquet(output)
     assert avatars.shape == original.shape
     assert list(avatars.columns) == list(original.columns)
     assert (avatars.dtypes == original.dtypes).all()
@@ -189,7 +189,7 @@ BAD_INPUTS = {
                                            "--known-variables", "Class"], 2,
                                           "set the report's privacy metrics: add --report"),
     "unknown kind in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
-                                 "Class=ordinal"], 2, "types['Class']='ordinal' is not one of"),
+                                 "Class=ordinal"], 2, "types['Class']='ordinal' is not a kind; the kinds: continuous"),
     "unsupported file type": (["avatarize", "{wbcd}", "{tmp}/a.xlsx"], 1,
                               "unsupported file type"),
     "output is the input": (["avatarize", "{tmp}/in.csv", "{tmp}/in.csv"], 1,
@@ -260,7 +260,7 @@ def test_without_the_optional_extras_the_core_runs_on_the_numpy_fallback(dataset
 import gpu_avatar as ga, gpu_avatar.cli
 from gpu_avatar.backend import CPU
 import numpy as np, pandas as pd
-df = pd.DataFrame({{"x": np.arange(40.0), "y": np.arange(40) % 3}})
+df = pd.DataFrame({{"x": np.arange(40.0) + 0.5, "y": np.arange(40) % 3}})
 result = ga.avatarize(df, k=5, seed=0)
 print("compiled", CPU.compiled, len(result.avatars))
 try:
@@ -322,7 +322,7 @@ def test_progress_bars_on_a_terminal_only(datasets_path, tmp_path):
 
 
 def test_progress_callback():
-    df = pd.DataFrame({"x": np.arange(60.0), "y": np.arange(60) % 4})
+    df = pd.DataFrame({"x": np.arange(60.0) + 0.5, "y": np.arange(60) % 4})
     calls = []
     ga.avatarize(df, k=5, seed=0, progress=lambda *call: calls.append(call))
     assert [c[0] for c in calls][-4:] == ["projection", "neighbours", "synthesis", "decode"]
@@ -351,8 +351,8 @@ def test_split_avatarize_with_holdout_pdf_report_in_french_then_attacks(tmp_path
     training, holdout = tmp_path / "training.csv", tmp_path / "holdout.csv"
     done = check_ok(run_cli("split", aids, training, holdout, "--fraction", "0.2", "--seed", "0"))
     assert "1711 training rows" in done.stdout and "428 holdout rows" in done.stdout
-    original = pd.read_csv(aids, sep=";")
-    parts = pd.concat([pd.read_csv(training), pd.read_csv(holdout)])
+    original = ga.read_table(aids)
+    parts = pd.concat([ga.read_table(training), ga.read_table(holdout)])
     assert sorted(parts["pidnum"]) == sorted(original["pidnum"])  # every row, once
 
     done = check_ok(run_cli("avatarize", training, tmp_path / "avatars.csv", "--k", "20",

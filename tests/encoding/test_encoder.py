@@ -123,7 +123,8 @@ def test_integers_near_their_type_limits_come_back_within_the_type():
             "x": rng.normal(size=n),
         }
     )
-    avatars = ga.avatarize(df, k=5, seed=0).avatars
+    declared = {"signed": "continuous", "unsigned": "continuous"}  # distinct in every row
+    avatars = ga.avatarize(df, k=5, seed=0, types=declared).avatars
     assert avatars.dtypes.equals(df.dtypes)
     for column in ("signed", "unsigned"):
         gap = np.abs(avatars[column].to_numpy(float) - df[column].to_numpy(float))

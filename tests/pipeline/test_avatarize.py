@@ -201,7 +201,7 @@ def test_input_is_never_modified(aids):
 
 
 def test_ncp_is_capped_at_the_number_of_dimensions():
-    df = pd.DataFrame({"x": np.arange(20.0), "g": ["a", "b"] * 10})
+    df = pd.DataFrame({"x": np.arange(20.0) + 0.5, "g": ["a", "b"] * 10})
     result = ga.avatarize(df, k=3, ncp=50, seed=0)
     assert result.parameters.ncp == 2  # 1 continuous + (2 - 1) categorical dimensions
 

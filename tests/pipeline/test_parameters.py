@@ -37,7 +37,7 @@ def test_frozen_checked_once_and_replaced_with_checks():
 
 def test_every_entry_point_takes_the_same_names_and_defaults(tmp_path):
     """The same k reaches every entry point, and the same bad value gets the same message."""
-    df = pd.DataFrame({"x": np.arange(30.0), "g": ["a", "b", "c"] * 10})
+    df = pd.DataFrame({"x": np.arange(30.0) + 0.5, "g": ["a", "b", "c"] * 10})
     defaults = ga.AvatarParameters()
     assert ga.avatarize(df, k=4, seed=0).parameters.replace(seed=None, backend="auto") == \
         defaults.replace(k=4, ncp=3)  # ncp capped to the axes  # fmt: skip

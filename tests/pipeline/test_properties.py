@@ -45,7 +45,8 @@ def mixed_tables(draw):
         elif kind == "float32":
             values = pd.Series(rng.normal(0, 1, n).astype(np.float32))
         elif kind == "int":
-            values = pd.Series(rng.integers(-1000, 1000, n))
+            # ten distinct values: an integer distinct on (nearly) every row is an identifier
+            values = pd.Series(rng.integers(-5, 5, n) * 200)
         elif kind == "constant":
             values = pd.Series(np.full(n, 7, dtype=np.int64))
         else:

@@ -149,7 +149,7 @@ def test_report_api_for_a_table(datasets_path, tmp_path):
 
 
 def test_report_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
-    df = pd.DataFrame({"x": np.arange(30.0), "y": np.arange(30) % 2})
+    df = pd.DataFrame({"x": np.arange(30.0) + 0.5, "y": np.arange(30) % 2})
     result = ga.avatarize(df, k=3, seed=0)
     for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(__import__("sys").modules, name, None)

@@ -1,0 +1,200 @@
+"""The rule that keeps undeclared identifying columns out of a release, written once for
+every entry point (``avatarize``, ``advise``, ``avatarize_database``, ``Database.from_sql``,
+streaming, the command line).
+
+A column lets a person be found when it is:
+
+- a text or whole-number column with a distinct value for (nearly) every row (at least
+  ``DISTINCT_SHARE`` of ``MIN_ROWS`` or more non-missing values);
+- a text column whose values look like direct identifiers (``PATTERNS``: e-mail, phone
+  number, French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample;
+- a categorical column where most rows (over ``SINGLETON_SHARE`` of all rows, missing
+  cells counting as one shared value) hold a value no other row has.
+
+Such a column is refused unless the user declared its kind: ``identifier`` (fresh values),
+``categorical`` or ``continuous`` (released knowingly: the result keeps the list, the summary
+and the report say so in one line), or dropped it. SQL columns under a UNIQUE constraint are
+declared ``identifier`` by ``Database.from_sql``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AvatarError, FixableError
+from ..parsing import type_text_column
+from .kinds import CATEGORICAL, IDENTIFIER, detect_kind, is_number, is_text
+
+DISTINCT_SHARE = 0.95
+MIN_ROWS = 20  # below, distinct numbers say little (ten ages are often all distinct)
+SINGLETON_SHARE = 0.5
+PATTERN_SHARE = 0.9
+_PATTERN_SAMPLE = 1000
+PATTERNS = {
+    "e-mail addresses": r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}",
+    "phone numbers": r"(?:\+|00)\d[\d\s.()-]{6,}\d|0\d(?:[\s.-]?\d{2}){4}"
+                     r"|\(?\d{3}\)?[\s.-]?\d{3}[\s.-]\d{4}",
+    "French social-security numbers (NIR)": r"[12]\s?\d{2}\s?(?:0[1-9]|1[0-2]|[2-9]\d)\s?"
+                                            r"(?:\d{2}|2[AB])\s?\d{3}\s?\d{3}(?:\s?\d{2})?",
+    "US social-security numbers": r"\d{3}-\d{2}-\d{4}",
+    "IBANs": r"[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,4})?",
+    "UUIDs": r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+             r"[0-9a-fA-F]{12}",
+}
+_PHONE_DIGITS = (8, 15)  # a phone number has 8 to 15 digits (E.164)
+
+
+@dataclass(frozen=True)
+class IdentifyingColumn:
+    """A column the rule flags, and why (in words a data-protection officer reads)."""
+
+    column: Any
+    reason: str
+    table: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.table}.{self.column}" if self.table else repr(self.column)
+
+
+def _looks_like(text: pd.Series) -> str | None:
+    """The kind of direct identifier most sampled values look like, if any."""
+    sample = text.iloc[:_PATTERN_SAMPLE].astype(str).str.strip()
+    for label, pattern in PATTERNS.items():
+        matched = sample.str.fullmatch(pattern)
+        if label == "phone numbers":
+            digits = sample.str.count(r"\d")
+            matched &= digits.between(*_PHONE_DIGITS)
+        if matched.mean() >= PATTERN_SHARE:
+            return label
+    return None
+
+
+def _is_whole(values: pd.Series) -> bool:
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return True
+    numbers = values.to_numpy(dtype=np.float64)
+    return bool(np.all(numbers == np.floor(numbers)))
+
+
+def column_reason(series: pd.Series) -> str | None:
+    """Why ``series`` would let a person be found, or None (see the module docstring)."""
+    present = series.dropna()
+    n = len(present)
+    if n == 0 or pd.api.types.is_bool_dtype(series.dtype):
+        return None
+    text = is_text(series.dtype) and not isinstance(series.dtype, pd.CategoricalDtype)
+    if text:
+        label = _looks_like(present)
+        if label is not None:
+            return f"its values look like {label}"
+    counts = present.value_counts(sort=False)
+    if text or (is_number(series.dtype) and _is_whole(present)):
+        if n >= MIN_ROWS and len(counts) >= DISTINCT_SHARE * n:
+            return f"a distinct value in {len(counts):,} of {n:,} rows"
+    if detect_kind(series) == CATEGORICAL:  # over every row: a missing cell is shared
+        alone = int((counts == 1).sum())
+        if alone > SINGLETON_SHARE * len(series):
+            return f"{alone:,} of {len(series):,} rows hold a value no other row has"
+    return None
+
+
+def _typing_hint(series: pd.Series) -> str:
+    """For a text column that reads as numbers or dates, the kind to declare instead."""
+    try:
+        typing = type_text_column(series, decimal=".", date_format=None, where="", fix="")
+    except AvatarError:  # dates in both day/month orders: dates all the same
+        return "; its values read as dates: declare it 'datetime:FORMAT'"
+    hint = {"date": "datetime", "number": "continuous", "integer": "continuous"}.get(typing.kind)
+    return f"; its values read as {typing.kind}s: declare it {hint!r}" if hint else ""
+
+
+def identifying_columns(df: pd.DataFrame, types: Mapping[Any, str] | None = None,
+                        table: str | None = None) -> list[IdentifyingColumn]:
+    """Every column of ``df`` the rule flags, declared or not (identifiers excepted)."""
+    types = types or {}
+    found = []
+    for column in df.columns:
+        series = df[column]
+        if types.get(column) != IDENTIFIER and (reason := column_reason(series)) is not None:
+            if column not in types and is_text(series.dtype):
+                reason += _typing_hint(series)
+            found.append(IdentifyingColumn(column, reason, table))
+    return found
+
+
+class IdentifyingColumnsError(FixableError):
+    """Undeclared columns that would let a person be found: one error lists them all, with
+    the fix for each in the words of the entry point (``of``)."""
+
+    @classmethod
+    def of(cls, found: list[IdentifyingColumn]) -> IdentifyingColumnsError:
+        lines = "; ".join(f"{c.name}: {c.reason}" for c in found)
+        problem = (f"{len(found)} column(s) would let a person be found and are not declared "
+                   f"({lines}). Nothing was released")
+        return cls(problem, {
+            entry: "for each, declare it " + _fixes(found, entry) for entry in _DROP
+        })
+
+
+_DROP = {"python": "df.drop(columns=[...])", "cli": "remove the column from the input file",
+         "yaml": "remove the column from the table's file"}
+
+
+def _declaration(entry: str, columns: list[Any], kind: str) -> str:
+    """``columns`` declared ``kind``, as the entry point writes it."""
+    if entry == "cli":
+        return "--types " + " ".join(f"{c}={kind}" for c in columns)
+    if entry == "yaml":
+        return "types: {" + ", ".join(f"{c}: {kind}" for c in columns) + "}"
+    return "types={" + ", ".join(f"{c!r}: '{kind}'" for c in columns) + "}"
+
+
+def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
+    """``identifier`` (fresh values), dropped, or ``categorical`` (released knowingly)."""
+    per_table: dict[str | None, list[Any]] = {}
+    for column in found:
+        per_table.setdefault(column.table, []).append(column.column)
+
+    def declared(kind: str) -> str:
+        return "; ".join(_declaration(entry, columns, kind)
+                         + ("" if table is None else f" for table {table!r}")
+                         for table, columns in per_table.items())
+
+    return (f"an identifier to give it fresh values, {declared(IDENTIFIER)}; or drop it "
+            f"({_DROP[entry]}); or release its values knowingly, {declared(CATEGORICAL)}")
+
+
+def refuse_undeclared(df: pd.DataFrame, types: Mapping[Any, str] | None,
+                      table: str | None = None) -> list[IdentifyingColumn]:
+    """Raise ``IdentifyingColumnsError`` for the flagged columns ``types`` does not declare;
+    returns the flagged columns it does declare (released knowingly)."""
+    return refuse_undeclared_tables({table: (df, types)})
+
+
+def refuse_undeclared_tables(
+    tables: Mapping[str | None, tuple[pd.DataFrame, Mapping[Any, str] | None]],
+) -> list[IdentifyingColumn]:
+    """``refuse_undeclared`` over the tables of a database: one error lists every table's
+    undeclared columns."""
+    found = [column for table, (df, types) in tables.items()
+             for column in identifying_columns(df, types, table)]
+    declared = {table: types or {} for table, (_, types) in tables.items()}
+    undeclared = [c for c in found if c.column not in declared[c.table]]
+    if undeclared:
+        raise IdentifyingColumnsError.of(undeclared)
+    return found
+
+
+def knowingly_released_line(found: list[IdentifyingColumn]) -> str | None:
+    """The summary's and the report's one line for the flagged columns declared anyway."""
+    if not found:
+        return None
+    names = ", ".join(f"{c.name} ({c.reason})" for c in found)
+    return f"released as declared, although they could identify a person: {names}"
+

@@ -1,0 +1,217 @@
+"""Tables read as hospitals export them, and the rule that refuses undeclared identifying
+columns: the same outcome from Python, the command line and YAML.
+
+The files are the bundled AIDS table (ACTG 175, see gpu_avatar/data/README.md) written the
+ways real exports are: ``;`` with decimal commas in Windows-1252, a BOM, UTF-16 from a
+spreadsheet, day-first dates, a unique patient code and an e-mail column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpu_avatar as ga
+from gpu_avatar.cli import main
+from gpu_avatar.demo import load_aids
+
+
+@pytest.fixture(scope="module")
+def export() -> pd.DataFrame:
+    """300 AIDS patients as a hospital export holds them: a text code, an e-mail address, a
+    day-first birth date with a first name in Latin-1 letters, whole numbers with blanks."""
+    aids, _ = load_aids()
+    df = aids.iloc[:300].reset_index(drop=True)
+    rng = np.random.default_rng(0)
+    birth = pd.Timestamp("1995-01-01") - pd.to_timedelta(df["age"] * 365.25 + rng.integers(
+        0, 365, len(df)), unit="D")
+    return pd.DataFrame({
+        "patient_code": [f"P{i:04d}" for i in range(len(df))],
+        "email": [f"patient{i}@hôpital.fr" for i in range(len(df))],
+        "birth": birth.dt.normalize(),
+        "prénom": rng.choice(["Zoé", "Ève", "Jérôme", "Anaïs"], len(df)),
+        "wtkg": df["wtkg"].round(1),
+        "karnof": df["karnof"],
+        "cd496": df["cd496"].astype("Int64"),  # whole numbers with blanks
+        "gender": df["gender"],
+        "cd40": df["cd40"],
+        "days": df["days"],
+    })
+
+
+def write_export(df: pd.DataFrame, path, sep=";", decimal=",", encoding="cp1252",
+                 date_format="%d/%m/%Y") -> None:
+    df.to_csv(path, sep=sep, decimal=decimal, encoding=encoding, index=False,
+              date_format=date_format)
+
+
+IDENTIFIERS = {"patient_code": "identifier", "email": "identifier"}
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------------------- reader
+def test_a_semicolon_windows_1252_export_is_read_as_typed_columns(export, tmp_path):
+    path = tmp_path / "export.csv"
+    write_export(export, path)
+    table = ga.read_table_file(path)
+    assert (table.sep, table.decimal, table.encoding) == (";", ",", "cp1252")
+    frame = table.frame
+    assert frame["wtkg"].dtype == np.float64 and frame["wtkg"].equals(export["wtkg"])
+    assert frame["karnof"].dtype == np.int64
+    assert frame["cd496"].dtype == "Int64"  # whole numbers with blanks stay integers
+    assert frame["cd496"].isna().equals(export["cd496"].isna())
+    assert pd.api.types.is_datetime64_dtype(frame["birth"])
+    assert (frame["birth"] == export["birth"]).all()  # day first, not month first
+    assert frame["prénom"].tolist() == export["prénom"].tolist()
+    assert "Windows-1252" in table.summary() and "birth (day first)" in table.summary()
+
+
+@pytest.mark.parametrize("encoding, sep", [("utf-8-sig", ","), ("utf-16", "\t")])
+def test_a_bom_or_a_utf16_spreadsheet_export_is_read(export, tmp_path, encoding, sep):
+    path = tmp_path / "export.csv"
+    write_export(export, path, sep=sep, decimal=".", encoding=encoding,
+                 date_format="%Y-%m-%d")
+    table = ga.read_table_file(path)
+    assert table.frame.columns.tolist() == export.columns.tolist()  # no BOM in a name
+    assert (table.sep, table.decimal) == (sep, ".")
+    assert pd.api.types.is_datetime64_dtype(table.frame["birth"])
+    assert table.frame["prénom"].tolist() == export["prénom"].tolist()
+
+
+def test_a_column_becomes_numbers_or_dates_only_if_every_value_reads(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("code;weight;visit;zip;flag\n"
+                    "A1;70,5;2021-03-27 10:00+01:00;01234;true\n"
+                    "A2;7O;2021-03-29 10:00+02:00;75012;FALSE\n"
+                    "A3;80;;13001;\n", encoding="utf-8")
+    table = ga.read_table_file(path)
+    frame = table.frame
+    assert pd.api.types.is_string_dtype(frame["weight"])  # "7O" is not a number
+    assert "'7O'" in table.summary()
+    # offsets that change with daylight saving: one instant each
+    assert frame["visit"].iloc[:2].tolist() == [pd.Timestamp("2021-03-27 09:00", tz="UTC"),
+                                                pd.Timestamp("2021-03-29 08:00", tz="UTC")]
+    assert frame["zip"].tolist() == ["01234", "75012", "13001"]  # codes keep their zeros
+    assert frame["flag"].tolist()[:2] == [True, False] and pd.isna(frame["flag"].iloc[2])
+
+
+def test_an_ambiguous_date_column_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("d,x\n03/04/2001,1.5\n05/06/2002,2.5\n", encoding="utf-8")
+    with pytest.raises(ga.AvatarError, match=r"read both day first and month first.*"
+                       r"date_format=\{'d': '%d/%m/%Y'\}"):
+        ga.read_table(path)
+    read = ga.read_table(path, date_format={"d": "%d/%m/%Y"})
+    assert read["d"].tolist() == [pd.Timestamp("2001-04-03"), pd.Timestamp("2002-06-05")]
+    assert main(["advise", str(path), "--quiet"]) == 1  # refused from the command line too
+
+
+def test_the_release_is_written_as_the_input_was(export, tmp_path, capsys):
+    source, output = tmp_path / "export.csv", tmp_path / "avatars.csv"
+    write_export(export, source)
+    before = digest(source)
+    assert main(["avatarize", str(source), str(output), "--k", "10", "--seed", "0", "--quiet",
+                 "--types", "patient_code=identifier", "email=identifier"]) == 0
+    assert digest(source) == before  # the input untouched
+    first_line = output.read_bytes().splitlines()[0].decode("cp1252")
+    assert first_line.split(";") == export.columns.tolist()
+    avatars = ga.read_table_file(output)
+    assert (avatars.sep, avatars.decimal, avatars.encoding) == (";", ",", "cp1252")
+    released, original = avatars.frame, ga.read_table(source)
+    assert released.dtypes.equals(original.dtypes)
+    assert not set(released["patient_code"]) & set(original["patient_code"])
+    assert not set(released["email"]) & set(original["email"])
+    # dates come back as dates (day resolution), not as some original person's text
+    assert (released["birth"] == released["birth"].dt.normalize()).all()
+    unique = original["birth"].value_counts().loc[lambda c: c == 1].index
+    assert released["birth"].isin(unique).mean() < 0.1  # text categories: every value copied
+    assert released["cd496"].isna().any() and released["cd496"].dtype == "Int64"
+
+
+# ------------------------------------------------------------------- identifying columns
+def test_undeclared_identifying_columns_are_refused_before_any_work(export):
+    with pytest.raises(ga.IdentifyingColumnsError) as raised:
+        ga.avatarize(export, k=10, seed=0)
+    message = str(raised.value)
+    for column, reason in (("patient_code", "a distinct value in 300 of 300 rows"),
+                           ("email", "e-mail addresses")):
+        assert f"'{column}': " in message and reason in message
+    assert "types={'patient_code': 'identifier', 'email': 'identifier'}" in message
+    assert "'birth'" not in message and "'prénom'" not in message
+
+
+def test_identifying_values_are_recognised_by_their_shape():
+    n = 40
+    df = pd.DataFrame({
+        "phone": [f"+33 6 12 34 {i // 10:02d} {i % 10:02d}" for i in range(n)],
+        "nir": [f"1 84 12 75 123 {400 + i % 3:03d} {i % 5:02d}" for i in range(n)],
+        "ssn": [f"{100 + i % 4}-45-678{i % 2}" for i in range(n)],
+        "iban": [f"FR76 3000 6000 0112 3456 7890 {i % 3}89" for i in range(n)],
+        "x": np.linspace(0, 1, n),
+    })
+    found = {c.column: c.reason for c in ga.encoding.identifying.identifying_columns(df)}
+    assert set(found) == {"phone", "nir", "ssn", "iban"}  # repeated values, yet direct ids
+    assert "French social-security numbers" in found["nir"]
+
+
+def test_a_category_most_people_hold_alone_is_refused_and_can_be_released_knowingly():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"site": [f"S{i}" for i in range(30)] + ["S0"] * 10,
+                       "x": rng.normal(size=40)})
+    with pytest.raises(ga.IdentifyingColumnsError, match="29 of 40 rows hold a value no other"):
+        ga.avatarize(df, k=5, seed=0)
+    result = ga.avatarize(df, k=5, seed=0, types={"site": "categorical"})
+    assert [c.column for c in result.knowingly_released] == ["site"]
+    summary = ga.demo.summary("t", result, 1.0, privacy=result.privacy_metrics())
+    assert "released as declared, although they could identify a person: 'site'" in summary
+
+
+def test_the_rule_is_worded_for_the_command_line_and_for_yaml(export, tmp_path, capsys):
+    source = tmp_path / "export.csv"
+    write_export(export, source)
+    output = tmp_path / "avatars.csv"
+    assert main(["avatarize", str(source), str(output), "--k", "10", "--quiet"]) == 1
+    error = capsys.readouterr().err
+    assert "--types patient_code=identifier email=identifier" in error
+    assert "types={" not in error and not output.exists()
+
+    config = tmp_path / "db.yaml"
+    config.write_text("tables:\n  patient:\n    path: export.csv\n    primary_key: id\n",
+                      encoding="utf-8")
+    export.assign(id=np.arange(len(export))).pipe(write_export, source)
+    assert main(["database", str(config), str(tmp_path / "out"), "--k", "10", "--quiet",
+                 "--no-report"]) == 1
+    error = capsys.readouterr().err
+    assert "types: {patient_code: identifier, email: identifier} for table 'patient'" in error
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------ declared kinds
+def test_text_declared_datetime_or_continuous_is_read_and_written_back_as_text():
+    rng = np.random.default_rng(2)
+    n = 60
+    dates = pd.Series(pd.date_range("1950-01-01", periods=n, freq="37D"))
+    df = pd.DataFrame({"birth": dates.dt.strftime("%d/%m/%Y"),
+                       "w": [f"{v:.1f}".replace(".", ",") for v in rng.normal(70, 9, n)],
+                       "g": rng.choice(["a", "b"], n)})
+    df.loc[::4, "w"] = None
+    before = df.copy()
+    result = ga.avatarize(df, k=5, seed=0, types={"birth": "datetime", "w": "continuous"})
+    pd.testing.assert_frame_equal(df, before)
+    avatars = result.avatars
+    assert avatars.dtypes.equals(df.dtypes)
+    parsed = pd.to_datetime(avatars["birth"], format="%d/%m/%Y")  # every value reads back
+    assert parsed.between(dates.min(), dates.max()).all()
+    assert avatars["w"].dropna().str.fullmatch(r"\d+,\d").all()  # one decimal, a comma
+    assert avatars["w"].isna().any()
+    with pytest.raises(ga.AvatarError, match=r"column 'g' is declared continuous but '[ab]'"):
+        ga.avatarize(df, k=5, types={"birth": "datetime", "w": "continuous",
+                                     "g": "continuous"})
+    with pytest.raises(ga.AvatarError, match=r"not a kind; the kinds: continuous .*datetime"):
+        ga.avatarize(df, k=5, types={"g": "date"})
