@@ -19,8 +19,9 @@ the parsing (``to_numeric``, ``to_datetime``); this module only chooses the read
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,40 +54,55 @@ def first_failure(text: pd.Series, parsed: pd.Series) -> Any:
     return None if failed.empty else failed.iloc[0]
 
 
+def by_value(parse: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
+    """``parse`` applied once per distinct value (a column of a million rows often holds a
+    few thousand dates or codes), the results put back in every row."""
+
+    @functools.wraps(parse)
+    def parse_distinct(text: pd.Series, *args: Any) -> pd.Series:
+        codes, uniques = pd.factorize(text)
+        parsed = parse(pd.Series(uniques, dtype=object), *args)
+        return pd.Series(parsed.array.take(codes, allow_fill=True), index=text.index)
+
+    return parse_distinct
+
+
 # ------------------------------------------------------------------------- numbers
-def _number_text(text: pd.Series, decimal: str) -> pd.Series:
-    """``text`` rewritten with ``.`` as the decimal mark and no thousands marks, where it is
-    written that way (other values are left for ``to_numeric`` to refuse)."""
-    other = "," if decimal == "." else r"\."
-    grouped = rf"^[+-]?\d{{1,3}}(?:(?P<mark>{other}|{_GROUPING})\d{{3}})(?:(?P=mark)\d{{3}})*"
-    grouped += rf"(?:{re.escape(decimal)}\d+)?$"
-    is_grouped = text.str.match(grouped)
-    out = text.where(~is_grouped, text.str.replace(rf"{other}|{_GROUPING}", "", regex=True))
-    if decimal == ",":  # a "." outside a grouping is not this mark: refused
-        out = out.mask(out.str.contains(".", regex=False), "").str.replace(",", ".")
-    return out
-
-
+@by_value
 def to_numbers(text: pd.Series, decimal: str = ".") -> pd.Series:
-    """``text`` (non-missing, stripped) as float64; missing where a value is not a number."""
-    if text.empty:
-        return pd.Series(np.zeros(0), index=text.index)
-    plain = text.str.fullmatch(r"[+-]?(?:\d[\d.,\u00a0\u202f' ]*)?(?:[eE][+-]?\d+)?")
-    numbers = pd.to_numeric(_number_text(text, decimal).where(plain), errors="coerce")
+    """``text`` (non-missing, stripped) as float64; missing where a value is not a number:
+    pandas reads what is plainly written, the rest is tried with its thousands marks taken
+    out; an infinity, or a code with a leading zero (``007``), is not a number."""
+    text = text.astype(str)
+    plain = text.str.replace(",", ".", regex=False) if decimal == "," else text
+    if decimal == ",":  # a "." is not this decimal mark: only a thousands mark, below
+        plain = plain.mask(text.str.contains(".", regex=False), "")
+    numbers = pd.to_numeric(plain, errors="coerce").astype(np.float64)
+    failed = numbers.isna().to_numpy()
+    if failed.any():
+        other = "," if decimal == "." else r"\."
+        grouped = (rf"[+-]?\d{{1,3}}(?:(?P<mark>{other}|{_GROUPING})\d{{3}})(?:(?P=mark)\d{{3}})*"
+                   rf"(?:{re.escape(decimal)}\d+)?")
+        retried = text[failed]
+        retried = retried.where(retried.str.fullmatch(grouped), "").str.replace(
+            rf"{other}|{_GROUPING}", "", regex=True).str.replace(",", ".", regex=False)
+        numbers[failed] = pd.to_numeric(retried, errors="coerce").to_numpy(np.float64)
     codes = text.str.match(_LEADING_ZERO.pattern) & ~text.str.match(r"^[+-]?0[.,]")
-    return numbers.astype(np.float64).mask(codes.to_numpy())
+    return numbers.mask(codes.to_numpy() | np.isinf(numbers.to_numpy()))
 
 
 # --------------------------------------------------------------------------- dates
 def _parse_with(text: pd.Series, formats: tuple[str, ...]) -> pd.Series:
-    """Each value read by the first of ``formats`` that reads it (NaT if none)."""
-    out = None
+    """Each value read by the first of ``formats`` (with or without a time) that reads it
+    (NaT if none); each format is tried on the values still unread."""
+    out = pd.Series(pd.NaT, index=text.index, dtype="datetime64[us]")
     for date_format in formats:
         for time in _TIMES:
-            parsed = pd.to_datetime(text, format=date_format + time, errors="coerce")
-            out = parsed if out is None else out.fillna(parsed)
-            if not out.isna().any():
+            unread = out.isna().to_numpy()
+            if not unread.any():
                 return out
+            parsed = pd.to_datetime(text[unread], format=date_format + time, errors="coerce")
+            out[unread] = parsed.to_numpy()
     return out
 
 
@@ -99,10 +115,12 @@ def parse_iso(text: pd.Series) -> pd.Series:
         return pd.to_datetime(text, format=ISO, errors="coerce", utc=True)
 
 
+@by_value
 def to_datetimes(text: pd.Series, reading: str | None = None) -> pd.Series:
     """``text`` (non-missing, stripped) as datetimes; ``reading``: None or ``ISO8601``, a
     key of ``DATE_ORDERS`` ("day first", "month first": with or without a time) or a
     ``strptime`` format. NaT where a value does not read."""
+    text = text.astype(str)
     if reading in (None, ISO):
         return parse_iso(text)
     if reading in DATE_ORDERS:
@@ -119,11 +137,12 @@ def detect_date_reading(text: pd.Series, where: str,
     ``ISO8601``, "day first" or "month first"; None if none does. Both orders reading every
     value is refused (``fix``: how to give the format, per entry point: "python", "cli",
     "yaml"; a text is the Python one)."""
-    if text.empty or not text.str.match(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}").all():
+    distinct = pd.Series(text.unique())
+    if distinct.empty or not distinct.str.match(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}").all():
         return None
-    if parse_iso(text).notna().all():
+    if to_datetimes(distinct, ISO).notna().all():
         return ISO
-    readings = [order for order in DATE_ORDERS if to_datetimes(text, order).notna().all()]
+    readings = [order for order in DATE_ORDERS if to_datetimes(distinct, order).notna().all()]
     if len(readings) > 1:
         fixes = {"python": fix} if isinstance(fix, str) else fix
         raise FixableError(

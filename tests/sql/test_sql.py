@@ -427,7 +427,7 @@ def test_the_command_line_names_keys_and_tables_of_a_url(tmp_path):
     url = write_sqlite(tmp_path / "t.db", "CREATE TABLE t (code TEXT, v REAL); CREATE TABLE "
                        "u (i INTEGER PRIMARY KEY, w REAL);",
                        {"t": pd.DataFrame({"code": [f"c{i}" for i in range(30)],
-                                           "v": np.arange(30.0)})})
+                                           "v": np.arange(30.0) + 0.5})})
     out = tmp_path / "out"
     process = run_cli("database", url, out, "--k", "3", "--tables", "t", "--primary-key",
                       "t=code", "--no-report")
@@ -483,9 +483,9 @@ def test_narrow_text_keys_are_widened_with_a_warning(tmp_path):
     url = write_sqlite(tmp_path / "n.db", "CREATE TABLE p (code VARCHAR(4) PRIMARY KEY, "
                        "x REAL); CREATE TABLE c (i INTEGER PRIMARY KEY, code VARCHAR(4) "
                        "REFERENCES p (code), y REAL);",
-                       {"p": pd.DataFrame({"code": keys, "x": np.arange(40.0)}),
+                       {"p": pd.DataFrame({"code": keys, "x": np.arange(40.0) + 0.5}),
                         "c": pd.DataFrame({"i": range(80), "code": keys * 2,
-                                           "y": np.arange(80.0)})})
+                                           "y": np.arange(80.0) + 0.5})})
     result = _avatarize(ga.Database.from_sql(url))
     target = f"sqlite:///{tmp_path / 'out.db'}"
     with pytest.warns(UserWarning, match=r"key 'code' \(VARCHAR\(4\)\) is widened to "
