@@ -60,6 +60,9 @@ def by_value(parse: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
 
     @functools.wraps(parse)
     def parse_distinct(text: pd.Series, *args: Any) -> pd.Series:
+        head = text.iloc[:_SAMPLE]
+        if head.nunique() > len(head) // 2:  # mostly distinct: factorizing would not pay
+            return parse(text, *args)
         codes, uniques = pd.factorize(text)
         parsed = parse(pd.Series(uniques, dtype=object), *args)
         return pd.Series(parsed.array.take(codes, allow_fill=True), index=text.index)
