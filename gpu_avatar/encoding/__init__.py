@@ -4,6 +4,7 @@ indicators), and back with the original types.
 - ``kinds.py``: the column kinds, detected from dtypes or declared, and the table checks;
 - ``encoder.py``: ``TableEncoder`` (``partial_fit`` chunk by chunk, ``fit``, ``transform``,
   ``decode``);
+- ``precision.py``: the precision continuous columns are released at (decimals, days, seconds);
 - ``identifiers.py``: fresh values for identifier columns.
 """
 

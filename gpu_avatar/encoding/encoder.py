@@ -16,7 +16,10 @@ a k-nearest-neighbours imputer), which ``transform`` needs. ``transform`` gives 
   value. Codes of modalities never seen are -1 (they project to zero).
 
 ``decode`` maps such arrays back to a DataFrame with the input's columns and dtypes, putting a
-missing value wherever the indicator says "missing".
+missing value wherever the indicator says "missing". Continuous values come back at the precision
+their column showed (learnt chunk by chunk too, with the observed range: ``precision.py``), so
+they look like the originals: whole numbers stay whole (float64 with NaN too), a value recorded
+to one decimal keeps one, dates stay at midnight, seconds whole.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .kinds import (
     same_values_kind,
     validate_table,
 )
+from .precision import DAY_NS, decimals, finer_decimals, keep_in_range, round_times, time_step
 from .text_values import TextValues
 
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
@@ -79,7 +83,11 @@ class ColumnSpec:
     dtype: Any
     time_unit: str | None = None  # datetime and timedelta columns (continuous)
     tz: Any = None
-    is_integer: bool = False  # continuous values are rounded back to integers
+    is_integer: bool = False  # an integer dtype: released whole, within its limits
+    decimals: int | None = 0  # numbers: decimals released (None: unrounded), see precision.py
+    time_step: int = DAY_NS  # datetimes and timedeltas: step released, in nanoseconds
+    low: Any = None  # continuous: observed range (times in int64 ticks), None before a value
+    high: Any = None
     rows: int = 0
     missing: int = 0
     missing_value: Any = np.nan  # how a missing cell is written back (object columns)
@@ -186,8 +194,10 @@ class TableEncoder:
                     codes[name] = chunk_codes
             elif spec.kind == IDENTIFIER:
                 spec.identifiers.add(series)
-            elif spec.text is not None:
+            elif spec.text is not None:  # text: its precision is how it is written
                 spec.text.add(series)
+            elif spec.kind == CONTINUOUS:
+                _add_precision(spec, series, missing)
             self.specs_[name] = spec
         for spec in self.specs_.values():
             _derive(spec, self.missing_indicators)
@@ -374,9 +384,10 @@ class TableEncoder:
     ) -> pd.DataFrame:
         """Rebuild a DataFrame with the input's columns and dtypes from encoded arrays.
 
-        Integer columns are rounded half to even (``numpy.rint``); datetimes and timedeltas
-        are rounded to their unit, datetimes put back in their timezone. ``identifiers`` gives
-        the values of the identifier columns (see ``identifiers.py``).
+        Continuous values are rounded, half to even, to their column's precision (integers
+        and whole-number floats to whole numbers, decimals to those observed, datetimes and
+        timedeltas to their day, second... or unit); datetimes are put back in their timezone.
+        ``identifiers`` gives the values of the identifier columns (see ``identifiers.py``).
         """
         n = continuous.shape[0]
         n_categorical = len(self.categorical_columns_)
@@ -423,6 +434,22 @@ def _add_counts(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
     return codes.astype(np.int64)
 
 
+def _add_precision(spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> None:
+    """Merge the chunk's observed range and precision into those of the continuous ``spec``
+    (the widest range, the finest precision)."""
+    if spec.time_unit is not None:
+        observed = time_ticks(series)[~missing]
+        spec.time_step = min(spec.time_step, time_step(series))
+    else:
+        observed = series.to_numpy(dtype=np.float64, na_value=np.nan)[~missing]
+        if not spec.is_integer:
+            spec.decimals = finer_decimals(spec.decimals, decimals(observed, spec.dtype))  # ints: 0
+    if observed.size:
+        low, high = observed.min().item(), observed.max().item()
+        spec.low = low if spec.low is None else min(spec.low, low)
+        spec.high = high if spec.high is None else max(spec.high, high)
+
+
 def _derive(spec: ColumnSpec, missing_indicators: bool) -> None:
     """The modalities, the mode's code and the indicator flag from the merged counts."""
     spec.has_missing = bool(spec.missing) and spec.kind != IDENTIFIER and missing_indicators
@@ -466,19 +493,25 @@ def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
 
 
 def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
+    """A continuous column at its learnt precision (``precision.py``; text: as written,
+    ``text_values.py``): rounding keeps a value inside the observed range it was in."""
     if spec.text is not None:
         return spec.text.decode(values, mask, spec.dtype)
     if spec.time_unit is not None:
         ints = np.rint(values * (1e9 / _NANOS_PER_UNIT[spec.time_unit])).astype(np.int64)
+        rounded = round_times(ints, spec.time_step, spec.time_unit, spec.tz)
+        ints = keep_in_range(rounded, ints, spec.low, spec.high)
         if mask is not None:
             ints[mask] = np.iinfo(np.int64).min  # NaT
         return ticks_to_times(ints, spec.dtype)
-    if spec.is_integer:  # rounded, within the type (float64 rounds values near its limits out)
+    if spec.decimals is not None:
+        values = keep_in_range(np.round(values, spec.decimals), values, spec.low, spec.high)
+    if spec.is_integer:  # within the type (float64 rounds values near its limits out)
         limits = np.iinfo(np.dtype(getattr(spec.dtype, "numpy_dtype", spec.dtype)))
         highest = float(limits.max)
         if int(highest) > limits.max:
             highest = np.nextafter(highest, -np.inf)
-        values = np.clip(np.rint(values), float(limits.min), highest)
+        values = np.clip(values, float(limits.min), highest)
     if mask is not None:
         values = np.where(mask, np.nan, values)
     return pd.Series(values).astype(spec.dtype)
