@@ -20,6 +20,7 @@ import pandas as pd
 
 from .backend import resolve_backend, to_pandas
 from .encoding import fresh_identifiers, validate_table
+from .encoding.identifying import refuse_undeclared
 from .errors import AvatarError, AvatarTypeError
 from .metrics import privacy_metrics, signal_metrics
 from .metrics.targets import (
@@ -123,6 +124,7 @@ def advise(
     parameters = avatar_parameters(parameters, **settings)
     frame = to_pandas(df)
     validate_table(frame)
+    refuse_undeclared(frame, parameters.types)  # before any work, as avatarize
     if parameters.batch_size is not None and len(frame) > parameters.batch_size:
         raise AvatarError("advise sweeps a table avatarized in one batch; give it without "
                           f"batch_size (here {parameters.batch_size}) or advise on a sample")

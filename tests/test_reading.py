@@ -215,3 +215,25 @@ def test_text_declared_datetime_or_continuous_is_read_and_written_back_as_text()
                                      "g": "continuous"})
     with pytest.raises(ga.AvatarError, match=r"not a kind; the kinds: continuous .*datetime"):
         ga.avatarize(df, k=5, types={"g": "date"})
+
+
+def test_streamed_and_sqlite_tables_meet_the_same_rule(export, tmp_path):
+    """The rule holds wherever a table comes from: a Parquet file streamed in batches, an
+    SQLite database read with its keys."""
+    pytest.importorskip("pyarrow")
+    frame = export.drop(columns="birth")
+    frame.to_parquet(tmp_path / "export.parquet")
+    with pytest.raises(ga.IdentifyingColumnsError, match="'patient_code'.*'email'"):
+        ga.avatarize_parquet(tmp_path / "export.parquet", tmp_path / "out", k=10,
+                             batch_size=100, seed=0, metrics=False)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").glob("*.parquet"))
+
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'export.db'}"
+    engine = sa.create_engine(url)
+    frame.assign(id=np.arange(len(frame))).to_sql("patient", engine, index=False)
+    engine.dispose()
+    db = ga.Database.from_sql(url, tables=["patient"], primary_keys={"patient": "id"})
+    with pytest.raises(ga.IdentifyingColumnsError, match="patient.patient_code"):
+        ga.avatarize_database(db, k=10, seed=0)

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..backend import like_input, resolve_backend, snapshot, to_pandas
 from ..encoding import TableEncoder, fresh_identifiers, validate_table
+from ..encoding.identifying import refuse_undeclared
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
@@ -44,6 +45,7 @@ def avatarize(
     backend = resolve_backend(parameters.backend)
     frame = to_pandas(df)
     validate_table(frame)
+    knowingly_released = refuse_undeclared(frame, parameters.types)  # before any work
     n = len(frame)
     parameters.for_rows(n)
     timings: dict[str, float] = {}
@@ -91,5 +93,5 @@ def avatarize(
         projection_kind=model.projection.kind,
         timings=timings,
         batches=None if len(batches) == 1 else batches,
-        knowingly_released=model.knowingly_released,
+        knowingly_released=knowingly_released,
     )

@@ -17,7 +17,6 @@ import pandas as pd
 from ..backend import Backend
 from ..backend.memory import ensure_fits
 from ..encoding import EncodedTable, TableEncoder
-from ..encoding.identifying import IdentifyingColumn, refuse_undeclared
 from ..errors import AvatarError
 from ..neighbours import nearest_neighbours
 from ..parameters import AvatarParameters
@@ -48,14 +47,12 @@ def timed(timings: dict[str, float], step: str, steps: Steps | None = None):
 
 @dataclass
 class AvatarModel:
-    """The encoder and projection fitted once, the run's parameters (``ncp`` capped to the
-    projection's components), and the columns that could identify a person but were declared
-    (released knowingly: ``encoding.identifying``)."""
+    """The encoder and projection fitted once, and the run's parameters (``ncp`` capped to
+    the projection's components)."""
 
     encoder: TableEncoder
     projection: Projection
     parameters: AvatarParameters
-    knowingly_released: list[IdentifyingColumn]
 
     @property
     def backend(self) -> Backend:
@@ -65,10 +62,8 @@ class AvatarModel:
 def fit_model(
     df: pd.DataFrame, parameters: AvatarParameters, backend: Backend
 ) -> tuple[AvatarModel, EncodedTable]:
-    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch),
-    after refusing undeclared columns that could identify a person; returns the model and
-    ``df`` encoded (its first batch needs it again)."""
-    knowingly_released = refuse_undeclared(df, parameters.types)
+    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch);
+    returns the model and ``df`` encoded (its first batch needs it again)."""
     encoder = TableEncoder(parameters.types, parameters.imputation)
     encoded = encoder.fit_transform(df)
     if not encoder.variable_sources_:
@@ -77,7 +72,7 @@ def fit_model(
     kind = projection_kind(encoded.continuous.shape[1], encoded.categorical.shape[1])
     projection = Projection(kind, weights, backend).fit(encoded)
     effective = parameters.replace(ncp=min(parameters.ncp, projection.n_components_))
-    return AvatarModel(encoder, projection, effective, knowingly_released), encoded
+    return AvatarModel(encoder, projection, effective), encoded
 
 
 def avatarize_rows(

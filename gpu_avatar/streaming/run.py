@@ -354,6 +354,8 @@ def avatarize_parquet(
         "seed": int(sequence.entropy),
         "rows_per_part": plan.sizes,
         "parts": [part_name(b) for b in range(plan.n_batches)],
+        # columns that could identify a person, released because their kind was declared
+        "knowingly_released": [f"{c.name}: {c.reason}" for c in scan.knowingly_released],
     }
     if previous is not None:
         _check_resumable(previous, manifest)

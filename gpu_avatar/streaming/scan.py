@@ -17,12 +17,13 @@ a NaN is missing for pandas and no null for Parquet).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..encoding import CATEGORICAL, IDENTIFIER, IdentifierValues, TableEncoder, detect_kind
+from ..encoding.identifying import IdentifyingColumn, refuse_undeclared
 from ..errors import AvatarError
 from ..pipeline.batches import CoveringScan
 from .source import ParquetSource, _pyarrow, frame_dtypes, to_frame
@@ -31,11 +32,13 @@ from .source import ParquetSource, _pyarrow, frame_dtypes, to_frame
 @dataclass
 class SourceScan:
     """What the scan learns: the dataset's dtypes, every identifier column's taken values,
-    and for a batched run the plan ranks of the covering rows."""
+    for a batched run the plan ranks of the covering rows, and the columns released
+    knowingly (``encoding.identifying``, on the first chunk)."""
 
     dtypes: dict[str, Any]
     identifiers: dict[str, IdentifierValues]
     covering: np.ndarray | None = None
+    knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
 
 
 def _may_hold_nulls(source: ParquetSource) -> set[str]:
@@ -89,6 +92,9 @@ def scan_source(
     unknown = [c for c in types if c not in source.columns]
     if unknown:
         raise AvatarError(f"types names unknown column(s) {unknown}; available: {source.columns}")
+    first = next(source.chunks(), None)  # its rows meet the identifying rule before any work
+    knowingly_released = [] if first is None else refuse_undeclared(to_frame(first[1], dtypes),
+                                                                   types)
     empty = to_frame(source.schema.empty_table(), dtypes)
     kinds = {c: types.get(c) or detect_kind(empty[c]) for c in source.columns}
     wanted = {c for c in source.columns if kinds[c] == IDENTIFIER}
@@ -98,7 +104,7 @@ def scan_source(
         wanted |= {c for c in source.columns if kinds[c] == CATEGORICAL}
         wanted |= floating | _may_hold_nulls(source)
     read = [c for c in source.columns if c in wanted]
-    scan = SourceScan(dtypes, {})
+    scan = SourceScan(dtypes, {}, knowingly_released=knowingly_released)
     if not read:
         return scan
     encoder = TableEncoder({c: k for c, k in types.items() if c in read}, imputation)

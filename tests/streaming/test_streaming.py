@@ -142,7 +142,7 @@ def test_mode_ties_decide_the_covering_as_in_memory(tmp_path):
     """A missing categorical cell counts as the mode (ties: first modality), as encoded."""
     n = 60
     values = np.array(["b", "a", None] * (n // 3), dtype=object)  # a and b tie
-    df = pd.DataFrame({"c": pd.Series(values, dtype="str"), "x": np.arange(n) * 1.0})
+    df = pd.DataFrame({"c": pd.Series(values, dtype="str"), "x": np.arange(n) * 1.0 + 0.5})
     folder = write_parts(df, tmp_path / "ties", 2, row_group_size=7)
     back = pd.read_parquet(folder)
     encoder = TableEncoder().fit(back)
@@ -430,7 +430,8 @@ def test_parameter_errors(tmp_path, mixed_source):
         ga.avatarize_parquet(folder, out, k=20, batch_size=39)
     with pytest.raises(AvatarError, match="more than half a batch"):
         ga.avatarize_parquet(
-            folder, out, k=3, batch_size=10, types={"x": "categorical"}, backend="cpu"
+            folder, out, k=3, batch_size=10, types={**MIXED_TYPES, "x": "categorical"},
+            backend="cpu",
         )
     with pytest.raises(AvatarError, match="overlap"):
         ga.avatarize_parquet(folder, folder / "avatars", k=5, batch_size=600)
