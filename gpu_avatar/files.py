@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import AvatarError, import_extra
+from .outputs import atomic_path
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -79,14 +80,18 @@ def read_table(path: str | Path, sep: str | None = None) -> pd.DataFrame:
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` (without its index) as CSV or Parquet, from the file name."""
+    """Write ``df`` (without its index) as CSV or Parquet, from the file name; the file
+    appears whole or not at all (``outputs.atomic_path``)."""
     path = Path(path)
     kind = table_format(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "parquet":
         import_extra("pyarrow", "parquet", "writing Parquet files")
-        df.to_parquet(path, index=False, engine="pyarrow")
-    else:
-        tab = path.name.lower().endswith((".tsv", ".tsv.gz"))
-        df.to_csv(path, index=False, sep="\t" if tab else ",")
+    with atomic_path(path) as temporary:
+        if kind == "parquet":
+            df.to_parquet(temporary, index=False, engine="pyarrow")
+        else:  # separator and compression from the name, not the temporary's
+            name = path.name.lower()
+            tab = name.endswith((".tsv", ".tsv.gz"))
+            df.to_csv(temporary, index=False, sep="\t" if tab else ",",
+                      compression="gzip" if name.endswith(".gz") else None)
     return path
