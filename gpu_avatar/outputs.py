@@ -7,7 +7,8 @@
 - ``atomic_path(path)``: a temporary name next to ``path`` to write to, moved onto ``path``
   (``os.replace``) when the block ends without error and removed otherwise; inside a
   ``staged_outputs()`` block the move waits for the end of that block. ``write_table``, the
-  reports, the command's files and the streamed Parquet parts are all written this way.
+  reports, the command's files and the streamed Parquet parts (``alone``: the manifest
+  records them as they come) are all written this way.
 - ``staged_outputs()``: on an error, no output is moved, the temporaries are removed, and so
   are the folders the block created: every output is as it was before.
 - ``check_output`` and ``OutputPaths``: an output's suffix, folder and permissions, and no
@@ -79,17 +80,16 @@ _STAGING: contextvars.ContextVar[_Staging | None] = contextvars.ContextVar(
 
 
 @contextmanager
-def staged_outputs() -> Iterator[None]:
-    """Hold back every ``atomic_path`` output of the block until it ends: then move them all
-    into place, or on an error none (temporaries and the folders made for them removed). A
-    block inside another is part of the outer one."""
-    if _STAGING.get() is not None:
-        yield
+def _staging(join: bool) -> Iterator[_Staging]:
+    """The enclosing staging (``join``), else a new one committed or discarded at the end."""
+    outer = _STAGING.get()
+    if join and outer is not None:
+        yield outer
         return
     staging = _Staging()
     token = _STAGING.set(staging)
     try:
-        yield
+        yield staging
         staging.commit()
     except BaseException:
         staging.discard()
@@ -99,12 +99,21 @@ def staged_outputs() -> Iterator[None]:
 
 
 @contextmanager
-def atomic_path(path: PathLike) -> Iterator[Path]:
+def staged_outputs() -> Iterator[None]:
+    """Hold back every ``atomic_path`` output of the block until it ends: then move them all
+    into place, or on an error none (temporaries and the folders made for them removed). A
+    block inside another is part of the outer one."""
+    with _staging(join=True):
+        yield
+
+
+@contextmanager
+def atomic_path(path: PathLike, *, alone: bool = False) -> Iterator[Path]:
     """A temporary path to write ``path``'s content to: moved onto ``path`` when the block
-    ends without error (or when the enclosing ``staged_outputs()`` block does), removed on an
-    error. Missing parent folders are made (and removed again on an error)."""
-    with staged_outputs():
-        staging = _STAGING.get()
+    ends without error (or when the enclosing ``staged_outputs()`` block does, unless
+    ``alone``: files with their own bookkeeping), removed on an error. Missing parent folders
+    are made (and removed again on an error)."""
+    with _staging(join=not alone) as staging:
         temporary = staging.add(path)
         try:
             yield temporary

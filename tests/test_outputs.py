@@ -84,6 +84,16 @@ def test_a_failed_write_caught_inside_the_block_is_not_moved(tmp_path):
     assert sorted(snapshot(tmp_path)) == ["kept.csv"]
 
 
+def test_a_file_written_alone_is_moved_at_once_inside_a_staged_block(tmp_path):
+    with pytest.raises(Failure), staged_outputs():
+        write_table(FRAME, tmp_path / "held.csv")
+        with atomic_path(tmp_path / "_manifest.json", alone=True) as temporary:
+            temporary.write_text("{}")
+        assert (tmp_path / "_manifest.json").exists() and not (tmp_path / "held.csv").exists()
+        raise Failure
+    assert snapshot(tmp_path) == {"_manifest.json": b"{}"}
+
+
 def test_nothing_is_moved_when_an_output_became_a_folder(tmp_path):
     (tmp_path / "first.csv").write_text("old")
     with pytest.raises(ga.AvatarError, match="second.csv is a folder"), staged_outputs():

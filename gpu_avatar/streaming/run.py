@@ -126,7 +126,7 @@ def write_part(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
     pa, pq, _ = _pyarrow()
     output_schema = pa.schema(list(schema))  # fields only: pandas metadata is regenerated
     table = pa.Table.from_pandas(frame, schema=output_schema, preserve_index=False)
-    with atomic_path(path) as temporary:
+    with atomic_path(path, alone=True) as temporary:
         pq.write_table(table, temporary)
 
 
@@ -195,7 +195,7 @@ def read_manifest(destination: str | os.PathLike) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    with atomic_path(path) as temporary:
+    with atomic_path(path, alone=True) as temporary:
         temporary.write_text(json.dumps(data, indent=1, sort_keys=False))
 
 
