@@ -17,8 +17,10 @@ import pandas as pd
 from .advice import Advice, advise_database
 from .encoding.identifying import knowingly_released_line
 from .errors import AvatarError
+from .files import write_table
 from .metrics.privacy import PrivacyMetrics
 from .metrics.signal import SignalMetrics
+from .outputs import atomic_path, staged_outputs
 from .pipeline.avatarize import AvatarizationResult, avatarize
 from .progress import ProgressLike, Steps
 from .relational.linking import DatabaseAvatarizationResult, avatarize_database
@@ -139,17 +141,16 @@ def summary(
 def run_demo(output: Path, progress: ProgressLike = None) -> str:
     """Write into ``output`` the avatar CSVs, ``summary.txt`` and the report as
     ``report.html`` and ``report.pdf`` (the AIDS table and the hospital database, with the
-    advice that set the database's k); print and return the summary."""
+    advice that set the database's k), all or none (``outputs.staged_outputs``); print and
+    return the summary."""
     from .report import database_part, require_matplotlib, result_part, write_document
 
     require_matplotlib()
-    output.mkdir(parents=True, exist_ok=True)
     steps = Steps(progress, "demo")
     df, types = load_aids()
     start = time.perf_counter()
     result = avatarize(df, k=20, ncp=5, seed=0, types=types, progress=progress)
     seconds = time.perf_counter() - start
-    result.avatars.to_csv(output / "aids_avatars.csv", index=False)
     with steps.step("AIDS metrics"):
         privacy = result.privacy_metrics(**DEMO_ATTACK)
         signal = result.signal_metrics()
@@ -165,17 +166,19 @@ def run_demo(output: Path, progress: ProgressLike = None) -> str:
     database = avatarize_database(hospital, parameters=advice.parameters,
                                   overrides=advice.overrides, progress=progress)
     seconds = time.perf_counter() - start
-    for name, table in database.tables.items():
-        table.to_csv(output / f"{name}_avatars.csv", index=False)
     with steps.step("database metrics"):
         database_privacy = database.privacy_metrics()
     text += "\n" + database_summary(database, seconds, database_privacy)
     text += "\n" + advice_summary(advice, "advise_database(hospital, ncp=5, seed=0)")
     parts.append(database_part(database, "Hospital database (patient, doctor, visit)", progress,
                                privacy=database_privacy, seconds=seconds, advice=advice))
-    (output / "summary.txt").write_text(text)
     title = "gpu_avatar demo: AIDS table and hospital database"
-    with steps.step("report"):
+    with steps.step("write"), staged_outputs():
+        write_table(result.avatars, output / "aids_avatars.csv")
+        for name, table in database.tables.items():
+            write_table(table, output / f"{name}_avatars.csv")
+        with atomic_path(output / "summary.txt") as temporary:
+            temporary.write_text(text)
         for report in ("report.html", "report.pdf"):
             write_document(output / report, title, parts)
     steps.close()

@@ -32,6 +32,7 @@ import pandas as pd
 
 from .encoding.kinds import is_text
 from .errors import AvatarError, import_extra
+from .outputs import atomic_path
 from .parsing import DECIMAL_MARKS, TextTyping, type_text_column
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")
@@ -265,15 +266,20 @@ def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None 
 def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
                 decimal: str = ".", encoding: str | None = None) -> Path:
     """Write ``df`` (without its index) as CSV or Parquet, from the file name; a CSV with
-    ``sep`` (default: tab for .tsv, else ","), ``decimal`` and ``encoding`` (default UTF-8)."""
+    ``sep`` (default: tab for .tsv, else ","), ``decimal`` and ``encoding`` (default UTF-8).
+    The file appears whole or not at all (``outputs.atomic_path``)."""
     path = Path(path)
     kind = table_format(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "parquet":
         import_extra("pyarrow", "parquet", "writing Parquet files")
-        df.to_parquet(path, index=False, engine="pyarrow")
-    else:
-        if sep is None:
-            sep = "\t" if path.name.lower().endswith((".tsv", ".tsv.gz")) else ","
-        df.to_csv(path, index=False, sep=sep, decimal=decimal, encoding=encoding or "utf-8")
+    with atomic_path(path) as temporary:
+        if kind == "parquet":
+            df.to_parquet(temporary, index=False, engine="pyarrow")
+        else:  # separator and compression from the name, not the temporary's
+            name = path.name.lower()
+            if sep is None:
+                sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
+            df.to_csv(temporary, index=False, sep=sep, decimal=decimal,
+                      encoding=encoding or "utf-8",
+                      compression="gzip" if name.endswith(".gz") else None)
     return path

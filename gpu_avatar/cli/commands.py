@@ -16,7 +16,8 @@ Tables are CSV or Parquet, by file name; databases are SQLAlchemy URLs (sqlite:/
 postgresql://user:password@host/db), shown without their password. Progress bars go to stderr
 when it is a terminal (``--quiet`` turns them off). Any bad input prints one line
 ``gpu-avatar: error: ...`` and exits with status 1 (2 for a bad command line); ``--debug``
-shows the traceback instead.
+shows the traceback instead. Output paths are checked before any work; a command's outputs
+appear together when it succeeds, or none (``gpu_avatar.outputs``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..encoding.kinds import is_number
 from ..errors import AvatarError, FixableError, GpuAvatarError, import_extra
 from ..metrics.attacks import SINGLING_OUT_QUERIES
 from ..metrics.checks import check_same_table
+from ..outputs import OutputPaths, atomic_path, check_output, staged_outputs
 from ..parameters import (
     ADVICE_CANDIDATES,
     BACKENDS,
@@ -405,16 +407,20 @@ def _say(*parts: Any) -> None:
     print(*parts, flush=True)
 
 
-def _check_output_path(output: str | Path, *inputs: str | Path) -> Path:
+def _table_file(path: Path) -> None:
+    """An output table's format, from its name (pyarrow installed for Parquet)."""
     from ..files import table_format
 
-    output = Path(output)
-    if table_format(output) == "parquet":
+    if table_format(path) == "parquet":
         import_extra("pyarrow", "parquet", "writing Parquet files")
-    for source in inputs:
-        if Path(source).resolve() == output.resolve():
-            raise AvatarError(f"{output} is also an input: write to another file")
-    return output
+
+
+def _frame_format(path: Path) -> str:
+    """``"csv"`` or ``"json"``, the format of an ``--output`` table of results."""
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".json"):
+        raise AvatarError(f"{path}: a table of results is .csv or .json")
+    return suffix[1:]
 
 
 def _privacy_line(privacy: Any) -> str:
@@ -438,21 +444,21 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     from ..files import write_table
     from ..progress import Steps
 
-    output = _check_output_path(args.output, args.input)
     if _privacy_options(args) and not args.report:
         raise UsageError(
             "--known-variables, --target and --categorical-hidden-rate-variables set the "
             "report's privacy metrics: add --report PATH"
         )
-    if args.unshuffled_output:
-        _check_output_path(args.unshuffled_output, args.input, args.output)
     if args.holdout and not args.report:
         raise UsageError("--holdout measures the attack-based risks for the report: add "
                          "--report PATH (or run gpu-avatar attacks)")
+    paths = OutputPaths({"INPUT": args.input, "--holdout": args.holdout})
+    output = paths.add("OUTPUT", args.output, _table_file)
+    unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
     if args.report:
         from ..report import report_format, require_matplotlib, write_report
 
-        report_format(args.report)
+        paths.add("--report", args.report, report_format)
         require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
@@ -475,32 +481,33 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     start = time.perf_counter()
     result = ga.avatarize(df, types=types, progress=progress, **settings)
     seconds = time.perf_counter() - start
-    with steps.step("write"):
-        written = write_options(table, args)
-        write_table(result.avatars, output, **written)
-        if args.unshuffled_output:
-            write_table(result.sensitive_unshuffled_avatars, args.unshuffled_output, **written)
+    with staged_outputs():  # the avatars, the unshuffled avatars and the report, or none
+        with steps.step("write"):
+            written = write_options(table, args)
+            write_table(result.avatars, output, **written)
+            if unshuffled:
+                write_table(result.sensitive_unshuffled_avatars, unshuffled, **written)
+        if args.report:
+            with steps.step("privacy metrics"):
+                privacy = result.privacy_metrics(**_privacy_options(args))
+            attacks = None
+            if holdout is not None:
+                with steps.step("attacks"):  # the run's seed, another stream than the avatars'
+                    seed = np.random.SeedSequence([result.seed, ATTACK_STREAM])
+                    attacks = ga.attack_metrics(df, result.avatars, holdout, types=types,
+                                                seed=seed, backend=args.backend)
+                _say(_attacks_line(attacks))
+            write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
+                         advice=advice, attacks=attacks, language=args.language,
+                         progress=progress)
     _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in {seconds:.2f} s "
          f"(k {result.parameters.k}, ncp {result.parameters.ncp}, seed {result.seed})")
-    if args.unshuffled_output:
-        _say(f"wrote the unshuffled avatars to {args.unshuffled_output} (sensitive: do not "
-             "release)")
+    if unshuffled:
+        _say(f"wrote the unshuffled avatars to {unshuffled} (sensitive: do not release)")
     knowingly = knowingly_released_line(result.knowingly_released)
     if knowingly:
         _say(knowingly)
     if args.report:
-        with steps.step("privacy metrics"):
-            privacy = result.privacy_metrics(**_privacy_options(args))
-        attacks = None
-        if holdout is not None:
-            with steps.step("attacks"):  # the run's seed, another stream than the avatars'
-                seed = np.random.SeedSequence([result.seed, ATTACK_STREAM])
-                attacks = ga.attack_metrics(df, result.avatars, holdout, types=types,
-                                            seed=seed, backend=args.backend)
-            _say(_attacks_line(attacks))
-        write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
-                     advice=advice, attacks=attacks, language=args.language,
-                     progress=progress)
         _say(_privacy_line(privacy))
         _say(f"wrote the report to {args.report}")
     steps.close()
@@ -510,6 +517,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
 def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
+    output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
     df = read_input(args.input, args).frame
     settings = _settings(args)
     settings.pop("k", None)  # swept
@@ -524,20 +532,18 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     if advice.k is not None:
         _say(f"reproduce: gpu-avatar avatarize {args.input} AVATARS --k {advice.k} "
              f"--ncp {advice.ncp} --seed {advice.parameters.seed}")
-    if args.output:
-        _write_frame(advice.candidates.reset_index(), Path(args.output), "candidates")
+    if output:
+        _write_frame(advice.candidates.reset_index(), output, "candidates")
     return 0
 
 
 def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
-    """``frame`` to a .csv or .json file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".json":
-        frame.to_json(path, orient="records", indent=2)
-    elif path.suffix.lower() == ".csv":
-        frame.to_csv(path, index=False)
-    else:
-        raise AvatarError(f"{path}: --output must end in .csv or .json")
+    """``frame`` to a .csv or .json file (checked by ``_frame_format``)."""
+    with atomic_path(path) as temporary:
+        if _frame_format(path) == "json":
+            frame.to_json(temporary, orient="records", indent=2)
+        else:
+            frame.to_csv(temporary, index=False)
     _say(f"wrote the {what} to {path}")
 
 
@@ -571,6 +577,8 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
     from ..progress import Steps
 
+    output = OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
+        "--output", args.output, _frame_format)
     steps = Steps(progress, "gpu-avatar metrics", total=3)
     with steps.step("read"):
         original, avatars, types = _read_pair(args)
@@ -584,8 +592,8 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 120):
         _say(frame.to_string(float_format=lambda v: f"{v:.4g}"))
     _say(_privacy_line(privacy))
-    if args.output:
-        _write_frame(frame.reset_index(), Path(args.output), "metrics")
+    if output:
+        _write_frame(frame.reset_index(), output, "metrics")
     return 0
 
 
@@ -594,7 +602,8 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..report import report_format, require_matplotlib, table_part, write_document
     from ..report.language import Translator
 
-    report_format(args.output)
+    OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
+        "--output", args.output, report_format)
     require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
         original, avatars, types = _read_pair(args)
@@ -653,17 +662,24 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         parse_url(args.output)  # a malformed URL is refused before any work
     elif args.output_schema:
         raise UsageError("--output-schema goes with a database URL output, not a folder")
-    output = None if to_database else Path(args.output)
+    paths = OutputPaths({} if looks_like_url(args.source) else {"SOURCE": args.source})
+    output = None if to_database else paths.add("OUTPUT", args.output, folder=True)
     report = None
     if not args.no_report and (args.report or output is not None):
-        report = Path(args.report or output / "report.html")
         from ..report import report_format, require_matplotlib, write_report
 
-        report_format(report)
+        report = paths.add("--report" if args.report else "OUTPUT",
+                           args.report or output / "report.html", report_format)
         require_matplotlib()
+    if output is not None:
+        summary = paths.add("OUTPUT", output / "summary.txt")
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
         config = _read_database(args, progress)
+    if output is not None:  # the tables' files, now that their names are known
+        paths.add_inputs({f"SOURCE's table {name}": path for name, path in config.paths.items()})
+        files = {name: paths.add("OUTPUT", output / f"{name}.{args.format}", _table_file)
+                 for name in config.database.tables}
     if to_database and args.if_exists == "fail":  # refused before the work, not after
         from ..sql.write import refuse_existing
 
@@ -675,28 +691,30 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         progress=progress,
     )
     seconds = time.perf_counter() - start
-    with steps.step("write"):
+    with staged_outputs():  # every output or none: a database last (in one transaction)
+        with steps.step("privacy scenarios"):
+            privacy = result.privacy_metrics()
+        text = database_summary(result, seconds, privacy=privacy)
+        if output is not None:
+            with steps.step("write"):
+                for name, path in files.items():
+                    write_table(result.tables[name], path, **config.write_options.get(name, {}))
+                with atomic_path(summary) as temporary:
+                    temporary.write_text(text)
+        if report is not None:
+            name = (Path(parse_url(args.source).database or "database").stem
+                    if looks_like_url(args.source) else Path(args.source).stem)
+            write_report(result, report, privacy=privacy, seconds=seconds, progress=progress,
+                         name=name, language=args.language)
         if to_database:
-            result.to_sql(args.output, schema=args.output_schema, if_exists=args.if_exists,
-                          progress=progress)
-            where = shown(args.output)
-        else:
-            for name, table in result.tables.items():
-                write_table(table, output / f"{name}.{args.format}")
-            where = f"{output}/"
+            with steps.step("write"):
+                result.to_sql(args.output, schema=args.output_schema,
+                              if_exists=args.if_exists, progress=progress)
+    where = shown(args.output) if to_database else f"{output}/"
     _say(f"wrote {len(result.tables)} avatar tables to {where} in {seconds:.2f} s "
          f"(seed {result.parameters.seed})")
-    with steps.step("privacy scenarios"):
-        privacy = result.privacy_metrics()
-    text = database_summary(result, seconds, privacy=privacy)
-    if output is not None:
-        (output / "summary.txt").write_text(text)
     _say(text)
     if report is not None:
-        name = (Path(parse_url(args.source).database or "database").stem
-                if looks_like_url(args.source) else Path(args.source).stem)
-        write_report(result, report, privacy=privacy, seconds=seconds, progress=progress,
-                     name=name, language=args.language)
         _say(f"wrote the report to {report}")
     steps.close()
     return 0
@@ -707,12 +725,14 @@ def cmd_split(args: argparse.Namespace, progress: bool) -> int:
 
     from ..files import write_table
 
-    training_path = _check_output_path(args.training, args.input)
-    holdout_path = _check_output_path(args.holdout, args.input, args.training)
+    paths = OutputPaths({"INPUT": args.input})
+    training_path = paths.add("TRAINING", args.training, _table_file)
+    holdout_path = paths.add("HOLDOUT", args.holdout, _table_file)
     table = read_input(args.input, args)
     training, holdout = ga.split_holdout(table.frame, args.fraction, seed=args.seed)
-    write_table(training, training_path, **write_options(table, args))
-    write_table(holdout, holdout_path, **write_options(table, args))
+    with staged_outputs():
+        write_table(training, training_path, **write_options(table, args))
+        write_table(holdout, holdout_path, **write_options(table, args))
     _say(f"wrote {len(training)} training rows to {training_path} and {len(holdout)} holdout "
          f"rows to {holdout_path} (avatarize the first; keep the second private, for "
          "gpu-avatar attacks)")
@@ -732,6 +752,8 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
 
     from ..progress import Steps
 
+    output = OutputPaths({"ORIGINAL": args.original, "AVATARS": args.avatars,
+                          "--holdout": args.holdout}).add("--output", args.output, _frame_format)
     with Steps(progress, "gpu-avatar attacks", total=1).step("read"):
         original = read_input(args.original, args).frame
         avatars = _cast_like(original, read_input(args.avatars, args).frame)
@@ -752,15 +774,15 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 200):
         _say(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     _say(_attacks_line(attacks))
-    if args.output:
-        _write_frame(frame, Path(args.output), "risks")
+    if output:
+        _write_frame(frame, output, "risks")
     return 0
 
 
 def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
     from ..demo import run_demo
 
-    run_demo(Path(args.output_dir), progress=progress)
+    run_demo(check_output("OUTPUT_DIR", args.output_dir, folder=True), progress=progress)
     return 0
 
 

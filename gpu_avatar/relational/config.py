@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AvatarError, GpuAvatarError
-from ..files import read_table
+from ..files import read_table_file
 from ..parameters import (
     TABLE_OVERRIDES,
     AvatarParameters,
@@ -90,6 +90,7 @@ class DatabaseConfig:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignment_block_size: int | None = None
     paths: dict[str, Path] = field(default_factory=dict)
+    write_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # CSV, as read
 
 
 def _check_keys(entry: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
@@ -163,9 +164,9 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
             raise AvatarError(f"{path}: tables.{name}.types must map column names to kinds")
     try:
         if url is None:
-            database, paths = _database_from_files(path, specs, links)
+            database, paths, write_options = _database_from_files(path, specs, links)
         else:
-            database, paths = _database_from_url(path, top, specs, links), {}
+            database, paths, write_options = _database_from_url(path, top, specs, links), {}, {}
     except GpuAvatarError as error:
         raise AvatarError(f"{path}: {error}") from error
     overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
@@ -182,21 +183,25 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         raise AvatarError(f"{path}: {error}") from error
     return DatabaseConfig(
         database, parameters, {t: o for t, o in overrides.items() if o}, block_size, paths,
+        write_options,
     )
 
 
-def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict]:
-    """The tables read from their files, the links declared."""
+def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict, dict]:
+    """The tables read from their files, the links declared; each file's path and how it
+    was written (the avatars are written alike)."""
     database = Database()
-    paths = {}
+    paths, write_options = {}, {}
     for name, spec in specs.items():
         paths[name] = (path.parent / str(spec["path"])).resolve()
         try:
-            data = read_table(paths[name], **{key: spec[key] for key in READ_KEYS if key in spec})
+            read = read_table_file(paths[name],
+                                   **{key: spec[key] for key in READ_KEYS if key in spec})
         except AvatarError as error:
             raise AvatarError(f"tables.{name}: {error}") from error
+        write_options[name] = read.write_options
         database.add_table(
-            name, data, primary_key=spec["primary_key"],
+            name, read.frame, primary_key=spec["primary_key"],
             individual_level=spec.get("individual_level"), types=dict(spec.get("types") or {}),
             time=spec.get("time"),
         )
@@ -214,7 +219,7 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
             )
         except GpuAvatarError as error:
             raise AvatarError(f"links[{index}]: {error}") from error
-    return database, paths
+    return database, paths, write_options
 
 
 def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> Database:

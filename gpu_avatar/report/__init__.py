@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AvatarError
+from ..outputs import atomic_path, check_output
 from .document import Part
 from .language import LANGUAGES, Translator
 from .parts import database_part, result_part, table_part
@@ -48,7 +49,8 @@ def report_format(path: str | Path, format: str | None = None) -> str:
 def write_document(path: str | Path, title: str, parts: Sequence[Part],
                    format: str | None = None) -> Path:
     """Write the document made of ``parts`` (all in one language) to ``path`` as HTML or PDF
-    (``format``, else from the suffix); parent folders are created."""
+    (``format``, else from the suffix), whole or not at all (``outputs.atomic_path``); parent
+    folders are created."""
     from .. import __version__
     from .html import render_html
     from .pdf import write_pdf
@@ -58,13 +60,14 @@ def write_document(path: str | Path, title: str, parts: Sequence[Part],
     if len(languages) > 1:
         raise AvatarError(f"the parts of one report are in one language, got {sorted(languages)}")
     tr = Translator(languages.pop() if languages else "en")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     created = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    if format == "pdf":
-        return write_pdf(path, title, parts, tr, created, __version__)
-    path.write_text(render_html(title, parts, tr, created, __version__), encoding="utf-8")
-    return path
+    with atomic_path(path) as temporary:
+        if format == "pdf":
+            write_pdf(temporary, title, parts, tr, created, __version__)
+        else:
+            temporary.write_text(render_html(title, parts, tr, created, __version__),
+                                 encoding="utf-8")
+    return Path(path)
 
 
 def write_report(
@@ -90,6 +93,7 @@ def write_report(
     from ..relational import DatabaseAvatarizationResult
 
     report_format(path, format)
+    check_output("path", path)  # before the metrics and plots
     tr = Translator(language)
     require_matplotlib()
     if isinstance(result, DatabaseAvatarizationResult):

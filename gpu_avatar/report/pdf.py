@@ -203,7 +203,7 @@ class _Story:
 
 
 def write_pdf(path: Path, title: str, parts: Sequence[Part], tr: Translator, created: str,
-              version: str) -> Path:
+              version: str) -> None:
     """Write the document made of ``parts`` to ``path`` as a PDF (ReportLab checked by
     ``report_format``)."""
     from reportlab.lib.colors import HexColor
@@ -245,4 +245,3 @@ def write_pdf(path: Path, title: str, parts: Sequence[Part], tr: Translator, cre
     for part in parts:
         story.part(part)
     document.build(story.flowables, onFirstPage=footer, onLaterPages=footer)
-    return path

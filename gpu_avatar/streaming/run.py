@@ -42,6 +42,7 @@ from ..encoding import IdentifierValues
 from ..errors import AvatarError
 from ..metrics import privacy_metrics
 from ..metrics.targets import mean_and_worst
+from ..outputs import atomic_path
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..pipeline.batches import batch_seed
 from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
@@ -121,13 +122,12 @@ def metric_values(metrics: Any) -> dict[str, float | None]:
 
 
 def write_part(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
-    """Write ``frame`` with the input's schema, atomically (a hidden temporary, renamed)."""
+    """Write ``frame`` with the input's schema, atomically (``outputs.atomic_path``)."""
     pa, pq, _ = _pyarrow()
     output_schema = pa.schema(list(schema))  # fields only: pandas metadata is regenerated
     table = pa.Table.from_pandas(frame, schema=output_schema, preserve_index=False)
-    temporary = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, temporary)
-    os.replace(temporary, path)
+    with atomic_path(path, alone=True) as temporary:
+        pq.write_table(table, temporary)
 
 
 def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
@@ -195,9 +195,8 @@ def read_manifest(destination: str | os.PathLike) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, sort_keys=False))
-    os.replace(temporary, path)
+    with atomic_path(path, alone=True) as temporary:
+        temporary.write_text(json.dumps(data, indent=1, sort_keys=False))
 
 
 @dataclass

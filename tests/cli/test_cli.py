@@ -194,7 +194,7 @@ BAD_INPUTS = {
     "unsupported file type": (["avatarize", "{wbcd}", "{tmp}/a.xlsx"], 1,
                               "unsupported file type"),
     "output is the input": (["avatarize", "{tmp}/in.csv", "{tmp}/in.csv"], 1,
-                            "is also an input"),
+                            "OUTPUT {tmp}/in.csv is also INPUT: choose another path"),
     "k out of range": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--k", "683"], 1,
                        "k = 683 is out of range"),
     "unknown command": (["anonymise"], 2, "invalid choice: 'anonymise'"),
