@@ -1,7 +1,7 @@
 """Running the real ``gpu-avatar`` command in a subprocess, and reading what it writes.
 
 Shared by ``test_cli.py`` and ``test_report.py`` (the data sets come from conftest's
-``datasets_path`` fixture: ``$GPU_AVATAR_DATASETS`` or ``<repo>/../shared/datasets``).
+``datasets_path`` fixture: ``tests/data``, or ``$GPU_AVATAR_DATASETS``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Shared fixtures: the GPU backend (a device, or the CuPy stand-in with numba's CUDA
 simulator), the real data sets, the published avatars and a brute-force metric helper.
 
-The data sets live in ``../shared/datasets`` next to the repository (see its README for sources
-and licences), AIDS and the tutorial database also in the package; set ``GPU_AVATAR_DATASETS``
-to point elsewhere. Tests that need an absent data set are skipped.
+The data sets live in ``tests/data`` (see its README for sources and licences); set
+``GPU_AVATAR_DATASETS`` to point elsewhere.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from cupy_standin import make_cupy  # noqa: E402
-from realdata import DATASETS_ENV_VAR, datasets_dir, read_dataset  # noqa: E402
+from realdata import datasets_dir, read_dataset  # noqa: E402
 from scipy.spatial.distance import cdist  # noqa: E402
 
 import gpu_avatar as ga  # noqa: E402
@@ -78,10 +77,7 @@ CATEGORICAL_MAX_DISTINCT = 10  # the paper: <= 10 distinct values -> categorical
 
 @pytest.fixture(scope="session")
 def datasets_path() -> Path:
-    path = datasets_dir()
-    if not path.is_dir():
-        pytest.skip(f"data set directory {path} not found (set {DATASETS_ENV_VAR})")
-    return path
+    return datasets_dir()
 
 
 # --------------------------------------------------------------------------- AIDS

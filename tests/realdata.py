@@ -1,8 +1,7 @@
-"""The real data sets the tests use: the package's bundled copy where it has the file (the
-same bytes as the shared one: AIDS and the tutorial database), the tests' own copy
-(``tests/data``: the time series, see its README), else ``../shared/datasets``
-beside the repository or the folder named by ``$GPU_AVATAR_DATASETS``. A test whose data set
-is absent is skipped, saying where it looked."""
+"""The real data sets the tests use, copied into ``tests/data`` (see its README for their
+sources and licences) so that a fresh clone runs every test: the published avatars of the
+Avatar paper (WBCD, AIDS) and their originals, the tutorial database and the time series.
+``$GPU_AVATAR_DATASETS`` names another folder holding the same files."""
 
 from __future__ import annotations
 
@@ -11,27 +10,23 @@ from functools import cache
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 DATASETS_ENV_VAR = "GPU_AVATAR_DATASETS"
-BUNDLED = Path(__file__).resolve().parents[1] / "gpu_avatar" / "data"
 TESTS_DATA = Path(__file__).resolve().parent / "data"
 
 
 def datasets_dir() -> Path:
-    """``$GPU_AVATAR_DATASETS`` or ``<repo>/../shared/datasets``."""
+    """``$GPU_AVATAR_DATASETS`` or ``tests/data``."""
     override = os.environ.get(DATASETS_ENV_VAR)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    return Path(override) if override else TESTS_DATA
 
 
 def read_dataset(name: str, **read_csv_options) -> pd.DataFrame:
-    """A fresh copy of data set ``name`` (read once per session), or skip the test."""
-    path = next((folder / name for folder in (BUNDLED, TESTS_DATA) if (folder / name).is_file()),
-                datasets_dir() / name)
+    """A fresh copy of data set ``name`` (read once per session)."""
+    path = datasets_dir() / name
     if not path.is_file():
-        pytest.skip(f"data set {path} not found (set {DATASETS_ENV_VAR})")
+        raise FileNotFoundError(f"data set {path} not found: the tests' data live in "
+                                f"{TESTS_DATA} (or ${DATASETS_ENV_VAR})")
     return _read_cached(str(path), tuple(sorted(read_csv_options.items()))).copy()
 
 
