@@ -81,10 +81,12 @@ class TextValues:
         if failed is not None:
             what = (f"a date ({self.reading})" if self.is_date else
                     f"a number (decimal mark {self.decimal!r})")
+            dates = not self.is_date and to_datetimes(text.iloc[:1000]).notna().all()
+            instead = "'datetime'" if dates else "'categorical'"
             raise AvatarError(
                 f"column {self.column!r} is declared {'datetime' if self.is_date else 'continuous'}"
                 f" but {failed!r} does not read as {what}; fix the value, or declare the column "
-                "'categorical'"
+                f"{instead}"
             )
         return text, parsed
 
