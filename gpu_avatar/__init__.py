@@ -12,6 +12,7 @@ from .errors import (
     AvatarError,
     AvatarTypeError,
     BackendUnavailableError,
+    FixableError,
     GpuAvatarError,
     MissingExtraError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "Database",
     "DatabaseAvatarizationResult",
     "FAMD",
+    "FixableError",
     "GpuAvatarError",
     "MCA",
     "MissingExtraError",
