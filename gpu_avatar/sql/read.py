@@ -23,7 +23,7 @@ from ..parameters import check_integer
 from ..progress import ProgressLike, Steps
 from ..relational.schema import Database
 from . import READ_CHUNK_ROWS
-from .columns import family, to_series
+from .columns import family, to_dates, to_series
 from .connection import create_engine, identity, one_line, shown
 
 logger = logging.getLogger("gpu_avatar")
@@ -117,28 +117,37 @@ def _read_rows(connection, table, kinds: dict[str, str], primary_key: str, keys:
     integers kept exact)."""
     import sqlalchemy as sa
 
-    zoned = {c.name: bool(getattr(c.type, "timezone", False)) for c in table.columns}
     names = list(table.columns.keys())
+    dated = [name for name in names if kinds[name] in ("date", "datetime")]
 
     def column(values: list, name: str) -> pd.Series:
         try:
-            return to_series(values, kinds[name], name, zoned[name], key=name in keys)
+            return to_series(values, kinds[name], name, key=name in keys)
         except (ValueError, TypeError, OverflowError) as error:
             raise AvatarError(
                 f"column {table.name}.{name} ({table.c[name].type}) holds a value that is not "
                 f"of its type ({error}); fix or convert it in the database"
             ) from None
 
+    # dates and times as the driver gives them: SQLAlchemy's own SQLite reading refuses
+    # 31/12/1980 and drops a UTC offset; they are read once their column is whole
+    selected = [sa.type_coerce(c, sa.String).label(c.name) if c.name in dated else c
+                for c in table.columns]
     parts: dict[str, list[pd.Series]] = {name: [] for name in names}
-    statement = sa.select(table).order_by(table.c[primary_key])
+    statement = sa.select(*selected).order_by(table.c[primary_key])
     result = connection.execution_options(stream_results=True, max_row_buffer=chunk_rows)
     for rows in result.execute(statement).partitions(chunk_rows):
         for name, values in zip(names, zip(*rows, strict=True), strict=True):
             parts[name].append(column(list(values), name))
     if not parts[names[0]]:
-        return pd.DataFrame({name: column([], name) for name in names})
-    # concatenated chunk by chunk: an integer column with NULLs in one chunk only ends float
-    return pd.DataFrame({name: pd.concat(parts.pop(name), ignore_index=True) for name in names})
+        data = pd.DataFrame({name: column([], name) for name in names})
+    else:  # concatenated chunk by chunk: an integer column with NULLs in one chunk ends float
+        data = pd.DataFrame({name: pd.concat(parts.pop(name), ignore_index=True)
+                             for name in names})
+    for name in dated:
+        zoned = bool(getattr(table.c[name].type, "timezone", False))
+        data[name] = to_dates(data[name], zoned, f"{table.name}.{name}")
+    return data
 
 
 def read_database(

@@ -17,6 +17,7 @@ from cli_helpers import run_cli
 from databases import HOSPITAL_DDL, HOSPITAL_TABLES, bundled, clinic_tables, write_sqlite
 
 import gpu_avatar as ga
+from gpu_avatar.cli import main as cli_main
 from gpu_avatar.encoding import detect_kind
 from gpu_avatar.sql.connection import parse_url
 
@@ -626,3 +627,78 @@ def test_a_yaml_url_reads_the_database_with_its_settings(hospital_sqlite, tmp_pa
     methods = {(lk.child, lk.foreign_key): lk.method for lk in config.database.links}
     assert methods == {("visit", "doctor_id"): "minimum_distance",
                        ("visit", "patient_id"): "linear_sum_assignment"}
+
+
+# ------------------------------------------------------------- text, identities, links, URLs
+def _sqlite(path, script: str) -> str:
+    with sqlite3.connect(path) as connection:
+        connection.executescript(script)
+    return f"sqlite:///{path}"
+
+
+def test_dates_stored_as_text_are_read_by_the_shared_rules(tmp_path):
+    # the first chunk alone (01/02, 03/04) reads either way: the column as a whole decides
+    url = _sqlite(tmp_path / "d.db", """
+        CREATE TABLE t (i INTEGER PRIMARY KEY, born DATE, seen DATE, at TIMESTAMP, x REAL);
+        INSERT INTO t VALUES
+          (1, '01/02/1980', '1980-01-01 13:45', '2024-03-30T10:00:00+01:00', 1.5),
+          (2, '03/04/1981', '1980-01-02', '2024-03-31T10:00:00+02:00', 2.5),
+          (3, '31/12/1980', NULL, '2024-10-27T01:30:00+02:00', 3.5),
+          (4, NULL, '1980-01-03 08:00', '2024-10-27T02:30:00+01:00', 4.5),
+          (5, '15/06/1979', '1980-01-04', NULL, 5.5);""")
+    data = ga.Database.from_sql(url).tables["t"].data
+    pd.testing.assert_frame_equal(ga.Database.from_sql(url, chunk_rows=2).tables["t"].data, data)
+    assert data["born"].tolist()[:3] == [pd.Timestamp("1980-02-01"), pd.Timestamp("1981-04-03"),
+                                         pd.Timestamp("1980-12-31")]
+    assert data["seen"][0] == pd.Timestamp("1980-01-01 13:45") and data["seen"].isna().sum() == 1
+    # offsets that change with daylight saving: one instant each, in UTC
+    assert str(data["at"].dt.tz) == "UTC"
+    assert data["at"][:4].tolist() == [pd.Timestamp(t, tz="UTC") for t in (
+        "2024-03-30 09:00", "2024-03-31 08:00", "2024-10-26 23:30", "2024-10-27 01:30")]
+    result = _avatarize(ga.Database.from_sql(url), k=2)
+    assert pd.api.types.is_datetime64_any_dtype(result.tables["t"]["born"])
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    result.to_sql(target)
+    born = ga.Database.from_sql(target).tables["t"].data["born"].dropna()  # written as dates
+    assert born.between(data["born"].min(), data["born"].max()).all() and len(born)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ("'31/12/1980', 'unknown'", r"column t.born holds 'unknown', which does not read as a "
+                                    "date"),
+        ("'1980-12-31', 19800101", r"column t.born holds 19800101, which is not a date"),
+        ("'01/02/1980', '03/04/1980'", r"column t.born: dates such as '01/02/1980' read both "
+                                       "day first and month first"),
+    ],
+)
+def test_dates_no_reading_reads_are_refused_naming_the_column(tmp_path, capsys, values,
+                                                                message):
+    url = _sqlite(tmp_path / "d.db", "CREATE TABLE t (i INTEGER PRIMARY KEY, born DATE); "
+                  f"INSERT INTO t (born) VALUES ({values.replace(', ', '), (')});")
+    with pytest.raises(ga.AvatarError, match=message):
+        ga.Database.from_sql(url)
+    assert cli_main(["database", url, str(tmp_path / "out")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("gpu-avatar: error: column t.born") and "unexpected" not in error
+
+
+def test_postgres_zoned_timestamps_across_daylight_saving_are_utc_instants(postgres_database):
+    url = postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:  # the server gives +01 in winter, +02 in summer
+        connection.exec_driver_sql(
+            f"ALTER DATABASE \"{parse_url(url).database}\" SET timezone TO 'Europe/Paris'")
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE TABLE t (i INTEGER PRIMARY KEY, at TIMESTAMP WITH TIME ZONE, born DATE);"
+            "INSERT INTO t VALUES (1, '2024-03-30 09:00Z', '1980-12-31'),"
+            "(2, '2024-03-31 08:00Z', NULL), (3, '2024-10-27 01:30Z', '1981-01-01'),"
+            "(4, NULL, '1979-06-15')")
+    engine.dispose()
+    data = ga.Database.from_sql(url, chunk_rows=2).tables["t"].data
+    assert str(data["at"].dt.tz) == "UTC"
+    assert data["at"][:3].tolist() == [pd.Timestamp(t, tz="UTC") for t in (
+        "2024-03-30 09:00", "2024-03-31 08:00", "2024-10-27 01:30")]
+    assert data["born"].dt.tz is None and data["born"][0] == pd.Timestamp("1980-12-31")
