@@ -1,7 +1,10 @@
 """``Database.from_sql``: a whole schema read with its keys, by SQLAlchemy reflection.
 
-UUID columns that are not keys are identifiers (fresh UUIDs in the release) unless ``types``
-says otherwise.
+Columns that hold an identity without being keys are identifiers (fresh values in the
+release: ``avatar_<i>``, new integers or UUIDs, never an original value) unless ``types`` says
+otherwise: UUID columns, and columns of numbers or text under a single-column UNIQUE
+constraint or unique index (an e-mail, a social security number: as a category, each value
+would be released as it is).
 
 Tables, primary keys and foreign keys are reflected; each foreign key becomes a link (method:
 ``link_method``, or the one a ``links`` entry gives it); every column's SQL type decides its
@@ -106,6 +109,19 @@ def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
     return links
 
 
+def _identifying(inspector, table, families: dict[str, str], keys: set[str]) -> dict[str, str]:
+    """The identifier columns of ``table`` (module docstring); ``keys``: its key columns.
+    SQLite's UNIQUE columns are found by their automatic indexes: SQLAlchemy does not parse
+    every column constraint of its CREATE TABLE (``email VARCHAR(40) UNIQUE``)."""
+    where = {"schema": table.schema}
+    unique = inspector.get_unique_constraints(table.name, **where) + [
+        index for index in inspector.get_indexes(table.name, include_auto_indexes=True, **where)
+        if index["unique"]]
+    unique = {entry["column_names"][0] for entry in unique if len(entry["column_names"]) == 1}
+    return {name: IDENTIFIER for name, kind in families.items() if name not in keys and (
+        kind == "uuid" or name in unique and kind in ("integer", "float", "numeric", "text"))}
+
+
 def _families(table) -> dict[str, str]:
     return {c.name: family(c.type, f"{table.name}.{c.name}") for c in table.columns}
 
@@ -199,18 +215,20 @@ def read_database(
             }
             keys = {name: _primary_key(t, primary_keys.get(name)) for name, t in reflected.items()}
             declared = [link for t in reflected.values() for link in _declared_links(t, keys)]
+            entries = _link_entries(extra_links, declared)
+            linked = {(child, key) for _, child, key in declared} | set(entries)
             # every column type checked before any row is read
             families = {name: _families(table) for name, table in reflected.items()}
             db = Database()
             for name, table in reflected.items():
                 steps.start(f"read {name}")
-                keyed = {keys[name]} | {key for _, child, key in declared if child == name}
+                keyed = {keys[name]} | {key for child, key in linked if child == name}
                 data = _read_rows(connection, table, families[name], keys[name], keyed,
                                   chunk_rows)
                 logger.info("read table %s (%d rows) from %s", name, len(data), where)
-                uuids = {c: IDENTIFIER for c, kind in families[name].items()
-                         if kind == "uuid" and c not in keyed}
-                db.add_table(name, data, keys[name], types={**uuids, **types.get(name, {})})
+                identifiers = _identifying(inspector, table, families[name], keyed)
+                db.add_table(name, data, keys[name],
+                             types={**identifiers, **types.get(name, {})})
                 table.info["dialect"] = connection.dialect.name  # to_sql keeps its types
                 table.info["source"] = (identity(url), schema)  # and never writes over it
                 db.tables[name].sql = table
@@ -220,7 +238,6 @@ def read_database(
     finally:
         steps.close()
         engine.dispose()
-    entries = _link_entries(extra_links, declared)
     for parent, child, foreign_key in declared:
         entry = entries.pop((child, foreign_key), {})
         db.add_link(parent, keys[parent], child, foreign_key,

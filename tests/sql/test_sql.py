@@ -702,3 +702,58 @@ def test_postgres_zoned_timestamps_across_daylight_saving_are_utc_instants(postg
     assert data["at"][:3].tolist() == [pd.Timestamp(t, tz="UTC") for t in (
         "2024-03-30 09:00", "2024-03-31 08:00", "2024-10-27 01:30")]
     assert data["born"].dt.tz is None and data["born"][0] == pd.Timestamp("1980-12-31")
+
+
+PEOPLE_DDL = """
+CREATE TABLE person (id INTEGER PRIMARY KEY, email VARCHAR(40) UNIQUE, phone TEXT,
+                     age REAL NOT NULL, city TEXT NOT NULL, UNIQUE (city, age));
+CREATE UNIQUE INDEX person_phone ON person (phone);
+CREATE TABLE card (id INTEGER PRIMARY KEY, person_id INTEGER UNIQUE REFERENCES person (id),
+                   level TEXT);
+"""
+
+
+def _people(n: int = 40) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(3)
+    person = pd.DataFrame({"id": range(n), "email": [f"person{i}@mail.fr" for i in range(n)],
+                           "phone": [f"06{i:06d}" for i in range(n)],
+                           "age": rng.uniform(20, 80, n).round(1),
+                           "city": rng.choice(["Lyon", "Paris", "Nantes"], n)})
+    card = pd.DataFrame({"id": range(n), "person_id": range(n),
+                         "level": rng.choice(["gold", "silver"], n)})
+    return {"person": person, "card": card}
+
+
+def test_unique_columns_are_identifiers_with_fresh_values(tmp_path):
+    url = write_sqlite(tmp_path / "p.db", PEOPLE_DDL, _people())
+    db = ga.Database.from_sql(url)
+    # not the composite UNIQUE (city, age), nor the one-to-one foreign key
+    assert db.tables["person"].types == {"email": "identifier", "phone": "identifier"}
+    assert db.tables["card"].types == {}
+    released = _avatarize(db).tables["person"]
+    original = db.tables["person"].data
+    assert not released["email"].isin(original["email"]).any() and released["email"].is_unique
+    assert not released["phone"].isin(original["phone"]).any()
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    _avatarize(db).to_sql(target)
+    assert not ga.Database.from_sql(target).tables["person"].data["email"].isin(
+        original["email"]).any()
+    kept = ga.Database.from_sql(url, types={"person": {"email": "categorical"}})
+    assert kept.tables["person"].types == {"email": "categorical", "phone": "identifier"}
+
+
+def test_narrow_unique_columns_are_widened_in_postgres(postgres_database):
+    url, target = postgres_database(), postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(PEOPLE_DDL.replace("phone TEXT", "phone VARCHAR(8)"))
+        for name, frame in _people().items():
+            frame.to_sql(name, connection, if_exists="append", index=False)
+    engine.dispose()
+    db = ga.Database.from_sql(url)
+    assert db.tables["person"].types == {"email": "identifier", "phone": "identifier"}
+    with pytest.warns(UserWarning, match=r"identifier 'phone' \(VARCHAR\(8\)\) is widened"):
+        _avatarize(db).to_sql(target)
+    back = ga.Database.from_sql(target).tables["person"].data
+    assert not back["phone"].isin(db.tables["person"].data["phone"]).any()
+    assert not back["email"].isin(db.tables["person"].data["email"]).any()
