@@ -712,7 +712,9 @@ def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
 
 # ----------------------------------------------------------------------------- main
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr, flush=True)
+    from ..sql.connection import masked
+
+    print(f"{PROG}: warning: {masked(one_line(message))}", file=sys.stderr, flush=True)
 
 
 def _progress_wanted(args: argparse.Namespace) -> bool:
@@ -755,15 +757,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def describe(error: BaseException) -> str:
-    """One line for the user: the message of an expected error, the type of another."""
-    if isinstance(error, (GpuAvatarError, UsageError)):
-        return one_line(error)
-    if isinstance(error, OSError) and error.strerror:
-        where = f": {error.filename}" if error.filename else ""
-        return one_line(f"{error.strerror}{where}")
-    return one_line(f"unexpected {type(error).__name__}: {error} (rerun with --debug for the "
-                    "traceback)")
+    """One line for the user, no password in it: the message of an expected error, the type
+    of another."""
+    from ..sql.connection import masked
 
+    if isinstance(error, (GpuAvatarError, UsageError)):
+        text = str(error)
+    elif isinstance(error, OSError) and error.strerror:
+        text = error.strerror + (f": {error.filename}" if error.filename else "")
+    else:
+        text = f"unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
+    return masked(one_line(text))
 
 if __name__ == "__main__":
     raise SystemExit(main())

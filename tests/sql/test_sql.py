@@ -757,3 +757,31 @@ def test_narrow_unique_columns_are_widened_in_postgres(postgres_database):
     back = ga.Database.from_sql(target).tables["person"].data
     assert not back["phone"].isin(db.tables["person"].data["phone"]).any()
     assert not back["email"].isin(db.tables["person"].data["email"]).any()
+
+
+SECRET = ("Qx", "Zy9")  # a password's two halves, around the character that splits it
+
+
+@pytest.mark.parametrize("mark", ["/", "@", ":", "%2F", "%40", "#", "?"])
+@pytest.mark.parametrize("url", [
+    "postgresql://user:{password}@127.0.0.1:1/db",  # parses (except a raw @): cannot connect
+    "postgresql://user:{password}@host:54x/db",  # a port that is not a number
+    "my-db://user:{password}@host/db",  # a scheme SQLAlchemy does not parse
+    "postgresql:/user:{password}@host/db",  # not even a URL: taken for a YAML file name
+])
+def test_passwords_are_masked_however_they_are_spelled(tmp_path, capsys, url, mark):
+    url = url.format(password=mark.join(SECRET))
+    if url.startswith("postgresql://") and ":1/" in url and "@" not in mark:
+        with pytest.raises(ga.AvatarError, match=r"cannot connect to .*user:\*\*\*@127") as error:
+            ga.Database.from_sql(url)
+    elif url.startswith("postgresql:/u"):
+        error = None
+    else:
+        with pytest.raises(ga.AvatarError, match=r"user:\*\*\*@") as error:
+            parse_url(url)
+    if error is not None:
+        assert not any(half in str(error.value) for half in SECRET), error.value
+    assert cli_main(["database", url, str(tmp_path / "out")]) == 1
+    printed = capsys.readouterr()
+    assert not any(half in printed.out + printed.err for half in SECRET), printed.err
+    assert "user:***@" in printed.err
