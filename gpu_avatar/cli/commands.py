@@ -15,8 +15,8 @@
 Tables are CSV or Parquet, by file name; databases are SQLAlchemy URLs (sqlite:///file.db,
 postgresql://user:password@host/db), shown without their password. Progress bars go to stderr
 when it is a terminal (``--quiet`` turns them off). Any bad input prints one line
-``gpu-avatar: error: ...`` and exits with status 1 (2 for a bad command line); ``--debug``
-shows the traceback instead.
+``gpu-avatar: error: ...``, its fix in command-line words (in YAML words for a YAML source),
+and exits with status 1 (2 for a bad command line); ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pandas as pd
 from .. import __version__
 from ..encoding import IDENTIFIER
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, GpuAvatarError, import_extra
+from ..errors import AvatarError, GpuAvatarError, import_extra, worded
 from ..metrics.attacks import SINGLING_OUT_QUERIES
 from ..metrics.checks import check_same_table
 from ..parameters import (
@@ -752,22 +752,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             close_all()
             if args.debug:
                 raise
-            print(f"{PROG}: error: {describe(error)}", file=sys.stderr)
+            print(f"{PROG}: error: {describe(error, _entry(args))}", file=sys.stderr)
             return EXIT_USAGE if isinstance(error, UsageError) else EXIT_ERROR
 
 
-def describe(error: BaseException) -> str:
-    """One line for the user, no password in it: the message of an expected error, the type
-    of another."""
+def _entry(args: argparse.Namespace) -> str:
+    """Whose words a fix is given in: the command line's, or a YAML source's."""
+    from ..sql.connection import looks_like_url
+
+    source = getattr(args, "source", None)  # gpu-avatar database's
+    return "yaml" if source is not None and not looks_like_url(source) else "cli"
+
+
+def describe(error: BaseException, entry: str = "cli") -> str:
+    """One line for the user, no password in it: the message of an expected error (its fix in
+    the words of ``entry``, "cli" or "yaml"), the type of another."""
     from ..sql.connection import masked
 
     if isinstance(error, (GpuAvatarError, UsageError)):
-        text = str(error)
+        text = worded(error, entry)
     elif isinstance(error, OSError) and error.strerror:
         text = error.strerror + (f": {error.filename}" if error.filename else "")
     else:
         text = f"unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
     return masked(one_line(text))
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

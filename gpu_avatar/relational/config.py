@@ -29,7 +29,8 @@ links:
 Link keys: ``parent``, ``child``, ``foreign_key``, optional ``parent_key`` (the parent's primary
 key by default), ``method``, ``drop_orphans`` and, for ``time_series``, ``n_points``,
 ``n_components`` and ``projection``. Unknown keys are refused (a typo would
-otherwise be ignored); every problem is an ``AvatarError`` naming the file and the entry.
+otherwise be ignored); every problem is an ``AvatarError`` naming the file and the entry, its
+fix in this file's words.
 
 A database server instead of files (``Database.from_sql``): ``url`` names it (an SQLite path
 relative to this YAML file), every table is read with its keys (``include: [...]``: only
@@ -55,14 +56,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AvatarError, GpuAvatarError
+from ..errors import AvatarError, GpuAvatarError, error_context, worded
 from ..files import read_table
 from ..parameters import (
     TABLE_OVERRIDES,
     AvatarParameters,
     check_flag,
     check_integer,
-    table_parameters,
 )
 from .schema import Database
 
@@ -85,6 +85,11 @@ class DatabaseConfig:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignment_block_size: int | None = None
     paths: dict[str, Path] = field(default_factory=dict)
+
+
+def _in_file(path: Path, error: GpuAvatarError) -> AvatarError:
+    """An error of the YAML file at ``path``, its fix in YAML words."""
+    return AvatarError(f"{path}: {worded(error, 'yaml')}")
 
 
 def _check_keys(entry: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
@@ -135,18 +140,17 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     links = top.get("links") or []
     if not isinstance(links, list):
         raise AvatarError(f"{path}: 'links' must be a list of links (parent, child, foreign_key)")
-
     try:
         parameters = AvatarParameters(**{k: top[k] for k in RUN_PARAMETERS if k in top})
     except GpuAvatarError as error:
-        raise AvatarError(f"{path}: {error}") from error
+        raise _in_file(path, error) from error
     allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
     if url is not None:
         del allowed["path"], allowed["sep"], allowed["time"]
         for name, entry in (tables or {}).items():
             if isinstance(entry, Mapping) and "time" in entry:
                 raise AvatarError(
-                    f"{path}: tables.{name}: time series (time=) need tables read from files "
+                    f"{path}: tables.{name}: time series (time:) need tables read from files "
                     "(path), not from 'url'; export the table to a file and declare it there"
                 )
     specs = {str(name): _check_keys(entry, allowed, f"{path}: tables.{name}")
@@ -161,22 +165,20 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         else:
             database, paths = _database_from_url(path, top, specs, links), {}
     except GpuAvatarError as error:
-        raise AvatarError(f"{path}: {error}") from error
+        raise _in_file(path, error) from error
     overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
                  for name, spec in specs.items()}
     block_size = top.get("assignment_block_size")
-    if block_size is not None:
-        try:
-            check_integer("assignment_block_size", block_size, 1)
-        except GpuAvatarError as error:
-            raise AvatarError(f"{path}: {error}") from error
     try:
-        table_parameters(parameters, overrides, list(database.tables))  # checked here
+        for name, override in overrides.items():  # checked here, named as in this file
+            with error_context(f"tables.{name}"):
+                parameters.replace(**override)
+        if block_size is not None:
+            check_integer("assignment_block_size", block_size, 1)
     except GpuAvatarError as error:
-        raise AvatarError(f"{path}: {error}") from error
-    return DatabaseConfig(
-        database, parameters, {t: o for t, o in overrides.items() if o}, block_size, paths,
-    )
+        raise _in_file(path, error) from error
+    return DatabaseConfig(database, parameters, {t: o for t, o in overrides.items() if o},
+                          block_size, paths)
 
 
 def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict]:
@@ -185,10 +187,8 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
     paths = {}
     for name, spec in specs.items():
         paths[name] = (path.parent / str(spec["path"])).resolve()
-        try:
+        with error_context(f"tables.{name}"):
             data = read_table(paths[name], sep=spec.get("sep"))
-        except AvatarError as error:
-            raise AvatarError(f"tables.{name}: {error}") from error
         database.add_table(
             name, data, primary_key=spec["primary_key"],
             individual_level=spec.get("individual_level"), types=dict(spec.get("types") or {}),
@@ -199,15 +199,13 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
         parent_key = spec.get("parent_key")
         if parent_key is None and parent in database.tables:
             parent_key = database.tables[parent].primary_key
-        try:
+        with error_context(f"links[{index}]"):
             database.add_link(
                 parent, parent_key, child, spec["foreign_key"],
                 method=spec.get("method", "linear_sum_assignment"),
                 drop_orphans=spec.get("drop_orphans", False),
                 **{key: spec[key] for key in SERIES_KEYS if key in spec},
             )
-        except GpuAvatarError as error:
-            raise AvatarError(f"links[{index}]: {error}") from error
     return database, paths
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..encoding.kinds import is_text
-from ..errors import AvatarError
+from ..errors import AvatarError, FixableError
 from ..parsing import (
     DATE_ORDERS,
     ISO,
@@ -53,6 +53,7 @@ from ..parsing import (
 )
 
 TEXT_DTYPE = pd.Series(["text"]).dtype  # what pandas gives text: str (pandas 3) or object
+TABLES_FIX = {"python": "tables=[...]", "cli": "--tables", "yaml": "include: [...]"}  # read
 
 
 def family(sql_type: Any, where: str) -> str:
@@ -82,10 +83,11 @@ def family(sql_type: Any, where: str) -> str:
     ):
         if isinstance(sql_type, cls):
             return name
-    raise AvatarError(
+    raise FixableError(
         f"column {where} has SQL type {declared}, which cannot be avatarized (supported: "
-        "integers, floats, numerics, booleans, dates, timestamps, intervals, UUIDs and text); "
-        "drop or convert the column, or leave its table out with tables=[...]"
+        "integers, floats, numerics, booleans, dates, timestamps, intervals, UUIDs and text)",
+        {entry: f"drop or convert the column, or leave its table out with {fix}"
+         for entry, fix in TABLES_FIX.items()},
     )
 
 

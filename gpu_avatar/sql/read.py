@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 
 from ..encoding import IDENTIFIER
-from ..errors import AvatarError, AvatarTypeError
+from ..errors import AvatarError, AvatarTypeError, FixableError
 from ..parameters import check_integer
 from ..progress import ProgressLike, Steps
 from ..relational.schema import Database
 from . import READ_CHUNK_ROWS
-from .columns import family, to_dates, to_series
+from .columns import TABLES_FIX, family, to_dates, to_series
 from .connection import create_engine, identity, one_line, shown
 
 logger = logging.getLogger("gpu_avatar")
@@ -61,17 +61,25 @@ def _primary_key(table, chosen: str | None) -> str:
         return chosen
     declared = list(table.primary_key.columns.keys())
     if not declared:
-        raise AvatarError(
-            f"table {name!r} has no primary key; name a column of unique values with "
-            f"primary_keys={{{name!r}: 'column'}}, or leave the table out with tables=[...]"
-        )
+        raise FixableError(f"table {name!r} has no primary key", {
+            entry: f"name a column of unique values with {named}, or leave the table out "
+                   f"with {TABLES_FIX[entry]}"
+            for entry, named in _key_fixes(name).items()
+        })
     if len(declared) > 1:
-        raise AvatarError(
-            f"table {name!r} has a composite primary key {declared}, which is not supported: "
-            f"add a column of unique values (an integer key numbering the rows) and name it "
-            f"with primary_keys={{{name!r}: 'column'}}"
-        )
+        raise FixableError(
+            f"table {name!r} has a composite primary key {declared}, which is not supported", {
+                entry: "add a column of unique values (an integer key numbering the rows) and "
+                       f"name it with {named}" for entry, named in _key_fixes(name).items()
+            })
     return declared[0]
+
+
+def _key_fixes(table: str) -> dict[str, str]:
+    """How each entry point names a table's primary key."""
+    return {"python": f"primary_keys={{{table!r}: 'column'}}",
+            "cli": f"--primary-key {table}=COLUMN",
+            "yaml": f"tables: {{{table}: {{primary_key: COLUMN}}}}"}
 
 
 def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -96,10 +104,8 @@ def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
                 "column"
             )
         if parent not in keys:
-            raise AvatarError(
-                f"{where}.{referred[0]}: {parent!r} is not among the tables read; add it to "
-                "tables=[...]"
-            )
+            raise FixableError(f"{where}.{referred[0]}: {parent!r} is not among the tables read",
+                               {entry: f"add it to {fix}" for entry, fix in TABLES_FIX.items()})
         if referred[0] != keys[parent]:
             raise AvatarError(
                 f"{where}.{referred[0]}: refers to a column that is not the primary key of "
