@@ -7,7 +7,9 @@
     gpu-avatar split INPUT TRAINING HOLDOUT [--fraction 0.2] [--seed S]
     gpu-avatar attacks ORIGINAL AVATARS --holdout HOLDOUT [--secrets col ...]
     gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
-                                          gpu_avatar.relational.config; OUTPUT: a URL or a folder)
+                                          gpu_avatar.relational.config; OUTPUT: a URL or a folder;
+                                          [--no-links]: release a database without foreign keys
+                                          unlinked)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
     gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html|report.pdf]
     gpu-avatar demo [OUTPUT_DIR]
@@ -22,7 +24,9 @@ and exits with status 1 (2 for a bad command line); ``--debug`` shows the traceb
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 import sys
 import time
 import warnings
@@ -282,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "folder)")
     _add_language(command)
     command.add_argument("--no-report", action="store_true", help="write no report")
+    command.add_argument("--no-links", action="store_true",
+                         help="release a database of several tables that declares no foreign "
+                         "key with its tables unlinked (refused otherwise, showing the links "
+                         "suggested from key names and values)")
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_database)
 
@@ -569,15 +577,72 @@ def _read_database(args: argparse.Namespace, progress: bool):
             raise UsageError(f"{', '.join(given)} go with a database URL source, not a YAML "
                              "file (which declares its tables)")
         return load_database_config(args.source)
+    db = ga.Database.from_sql(args.source, schema=args.schema, tables=args.tables,
+                              primary_keys=_primary_keys(args), progress=progress)
+    return DatabaseConfig(db, url=args.source)
+
+
+def _primary_keys(args: argparse.Namespace) -> dict[str, str]:
     keys = {}
     for item in (i for group in args.primary_key or [] for i in group):
         table, sep, column = item.partition("=")
         if not sep or not table or not column:
             raise UsageError(f"--primary-key expects TABLE=COLUMN, got {item!r}")
         keys[table] = column
-    db = ga.Database.from_sql(args.source, schema=args.schema, tables=args.tables,
-                              primary_keys=keys, progress=progress)
-    return DatabaseConfig(db)
+    return keys
+
+
+def _yaml_name(name: Any) -> str:
+    """A table or column name as a YAML scalar (quoted where YAML would read it otherwise)."""
+    import yaml
+
+    text = str(name)
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) and yaml.safe_load(text) == text
+    return text if plain else json.dumps(text)
+
+
+def _url_yaml(args: argparse.Namespace) -> list[str]:
+    """The YAML lines that read the database as the command line does."""
+    from ..sql.connection import identity, parse_url
+
+    secret = "  # your password in place of ***" if parse_url(args.source).password else ""
+    lines = [f"url: {identity(args.source)}{secret}"]
+    lines += [f"schema: {_yaml_name(args.schema)}"] if args.schema else []
+    lines += [f"include: [{', '.join(map(_yaml_name, args.tables))}]"] if args.tables else []
+    keys = _primary_keys(args)
+    lines += ["tables:"] if keys else []
+    return lines + [f"  {_yaml_name(t)}: {{primary_key: {_yaml_name(c)}}}" for t, c in keys.items()]
+
+
+def _refuse_unlinked(args: argparse.Namespace, config: Any) -> None:
+    """A database read from a URL whose tables no foreign key links is not released unlinked
+    unawares: the links ``suggest_links`` finds are printed as YAML lines, and the run refused
+    unless ``--no-links`` (YAML: ``no_links: true``)."""
+    from ..sql.connection import looks_like_url, shown
+
+    db = config.database
+    if config.url is None or len(db.tables) < 2 or db.links or args.no_links or config.no_links:
+        return
+    entries = [
+        f"  - {{parent: {_yaml_name(row.parent)}, child: {_yaml_name(row.child)}, "
+        f"foreign_key: {_yaml_name(row.foreign_key)}}}  # {row.containment:.0%} of "
+        f"{row.values} values among {row.parent}.{row.parent_key}; {row.name_evidence}"
+        for row in db.suggest_links().itertuples()
+    ] or ["  - {parent: PARENT, child: CHILD, foreign_key: COLUMN}  # none found from key "
+          "names and values: name yours"]
+    if looks_like_url(args.source):
+        where = "in a YAML file (db.yaml, say), then run gpu-avatar database db.yaml OUTPUT"
+        head = _url_yaml(args)
+        fix = "declare its links in a YAML file (suggested above), or pass --no-links"
+    else:
+        where, head = f"in {args.source}", []
+        fix = f"add its links to {args.source} (suggested above), or no_links: true"
+    print(f"{shown(config.url)} declares no foreign key between its {len(db.tables)} tables "
+          f"({', '.join(db.tables)}): each would be avatarized alone and released unlinked.\n"
+          f"Links suggested from key names and values, to keep or edit {where}:\n\n"
+          + "\n".join([*head, "links:", *entries]) + "\n", file=sys.stderr, flush=True)
+    raise AvatarError(f"{shown(config.url)} has {len(db.tables)} tables and no link between "
+                      f"them; {fix} to release the tables unlinked")
 
 
 def cmd_database(args: argparse.Namespace, progress: bool) -> int:
@@ -609,6 +674,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
         config = _read_database(args, progress)
+    _refuse_unlinked(args, config)
     if to_database and args.if_exists == "fail":  # refused before the work, not after
         from ..sql.write import refuse_existing
 

@@ -36,7 +36,9 @@ A database server instead of files (``Database.from_sql``): ``url`` names it (an
 relative to this YAML file), every table is read with its keys (``include: [...]``: only
 those), ``tables`` entries then only set a table's ``primary_key``, ``types`` and overrides
 (no ``path``, and no ``time``: time series are read from files), and ``links`` set a
-foreign key's method or add one the schema lacks:
+foreign key's method or add one the schema lacks. A database of several tables with no link
+at all is refused by ``gpu-avatar database`` (it shows the links ``suggest_links`` finds)
+unless ``no_links: true`` says its tables are to be released unlinked:
 
 ```yaml
 url: postgresql://analyst@db.example.org/hospital   # the password: in ~/.pgpass or the URL
@@ -68,7 +70,8 @@ from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
 TOP_LEVEL = {"tables": False, "links": False, "assignment_block_size": False, "url": False,
-             "schema": False, "include": False, **dict.fromkeys(RUN_PARAMETERS, False)}
+             "schema": False, "include": False, "no_links": False,
+             **dict.fromkeys(RUN_PARAMETERS, False)}
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
               "sep": False, "time": False, **dict.fromkeys(TABLE_OVERRIDES, False)}
 SERIES_KEYS = ("n_points", "n_components", "projection")  # of a time_series link
@@ -78,13 +81,16 @@ LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": F
 
 @dataclass
 class DatabaseConfig:
-    """The declared database (tables read) and the ``avatarize_database`` arguments."""
+    """The declared database (tables read) and the ``avatarize_database`` arguments; ``url``:
+    the database read (None: files); ``no_links``: its tables may be released unlinked."""
 
     database: Database
     parameters: AvatarParameters = field(default_factory=AvatarParameters)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignment_block_size: int | None = None
     paths: dict[str, Path] = field(default_factory=dict)
+    url: Any = None
+    no_links: bool = False
 
 
 def _in_file(path: Path, error: GpuAvatarError) -> AvatarError:
@@ -141,9 +147,12 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     if not isinstance(links, list):
         raise AvatarError(f"{path}: 'links' must be a list of links (parent, child, foreign_key)")
     try:
+        no_links = check_flag("no_links", top.get("no_links", False))
         parameters = AvatarParameters(**{k: top[k] for k in RUN_PARAMETERS if k in top})
     except GpuAvatarError as error:
         raise _in_file(path, error) from error
+    if no_links and links:
+        raise AvatarError(f"{path}: no_links: true, yet 'links' are declared; drop one of them")
     allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
     if url is not None:
         del allowed["path"], allowed["sep"], allowed["time"]
@@ -163,7 +172,8 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         if url is None:
             database, paths = _database_from_files(path, specs, links)
         else:
-            database, paths = _database_from_url(path, top, specs, links), {}
+            database, url = _database_from_url(path, top, specs, links)
+            paths = {}
     except GpuAvatarError as error:
         raise _in_file(path, error) from error
     overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
@@ -178,7 +188,7 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     except GpuAvatarError as error:
         raise _in_file(path, error) from error
     return DatabaseConfig(database, parameters, {t: o for t, o in overrides.items() if o},
-                          block_size, paths)
+                          block_size, paths, url, no_links)
 
 
 def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict]:
@@ -209,8 +219,8 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
     return database, paths
 
 
-def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> Database:
-    """The database read from its server, with the settings the YAML file adds."""
+def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> tuple[Database, Any]:
+    """The database read from its server, with the settings the YAML file adds; its URL."""
     from ..sql.connection import parse_url
 
     url = parse_url(top["url"])
@@ -232,4 +242,4 @@ def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> Datab
             database.tables[name].individual_level = check_flag(
                 f"tables.{name}.individual_level", spec["individual_level"]
             )
-    return database
+    return database, url

@@ -19,6 +19,7 @@ from databases import HOSPITAL_DDL, HOSPITAL_TABLES, bundled, clinic_tables, wri
 import gpu_avatar as ga
 from gpu_avatar.cli import main as cli_main
 from gpu_avatar.encoding import detect_kind
+from gpu_avatar.relational.config import load_database_config
 from gpu_avatar.sql.connection import parse_url
 
 PASSWORD = "ga-test-password"  # .ci/postgres's
@@ -757,6 +758,53 @@ def test_narrow_unique_columns_are_widened_in_postgres(postgres_database):
     back = ga.Database.from_sql(target).tables["person"].data
     assert not back["phone"].isin(db.tables["person"].data["phone"]).any()
     assert not back["email"].isin(db.tables["person"].data["email"]).any()
+
+
+EXPORT_DDL = HOSPITAL_DDL.replace(" REFERENCES patient (p_id)", "").replace(
+    " REFERENCES doctor (d_id)", "")
+
+
+def test_a_database_without_foreign_keys_is_not_released_unlinked_unawares(tmp_path, capsys):
+    url = write_sqlite(tmp_path / "export.db", EXPORT_DDL,
+                       {name: bundled(name) for name in HOSPITAL_TABLES})
+    out = tmp_path / "out"
+    assert cli_main(["database", url, str(out), "--k", "5", "--no-report"]) == 1
+    error = capsys.readouterr().err
+    assert not out.exists()
+    assert error.splitlines()[-1] == (
+        f"gpu-avatar: error: {url} has 3 tables and no link between them; declare its links "
+        "in a YAML file (suggested above), or pass --no-links to release the tables unlinked")
+    suggested = [line for line in error.splitlines() if line.startswith(("url:", "links:",
+                                                                         "  - "))]
+    assert suggested[:2] == [f"url: sqlite:///{tmp_path / 'export.db'}", "links:"]
+    assert "  - {parent: patient, child: visit, foreign_key: patient_id}  # 100% of 300" in error
+    assert "  - {parent: doctor, child: visit, foreign_key: doctor_id}  # 100% of 300" in error
+    config = tmp_path / "db.yaml"  # the lines as printed: a YAML file that links them
+    config.write_text("\n".join(suggested) + "\nk: 5\nseed: 0\n")
+    assert cli_main(["database", str(config), str(out), "--no-report"]) == 0
+    assert "patient -> visit.patient_id" in capsys.readouterr().out
+    visit, patient = pd.read_csv(out / "visit.csv"), pd.read_csv(out / "patient.csv")
+    assert visit["patient_id"].dropna().isin(patient["p_id"]).all()
+
+    assert cli_main(["database", url, str(tmp_path / "unlinked"), "--k", "5", "--no-report",
+                     "--no-links"]) == 0
+    assert sorted(p.name for p in (tmp_path / "unlinked").iterdir()) == [
+        "doctor.csv", "patient.csv", "summary.txt", "visit.csv"]
+    capsys.readouterr()
+    config.write_text(f"url: {url}\nk: 5\n")
+    assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 1
+    assert error_line(capsys).endswith(f"add its links to {config} (suggested above), or "
+                                       "no_links: true to release the tables unlinked")
+    config.write_text(f"url: {url}\nk: 5\nno_links: true\n")
+    assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 0
+    config.write_text(f"url: {url}\nno_links: true\nlinks:\n  - {{parent: patient, child: "
+                      "visit, foreign_key: patient_id}\n")
+    with pytest.raises(ga.AvatarError, match="no_links: true, yet 'links' are declared"):
+        load_database_config(config)
+
+
+def error_line(capsys) -> str:
+    return capsys.readouterr().err.splitlines()[-1]
 
 
 SECRET = ("Qx", "Zy9")  # a password's two halves, around the character that splits it
