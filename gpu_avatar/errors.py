@@ -13,7 +13,8 @@ offending argument, column or file and says what to do about it:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 
 class GpuAvatarError(Exception):
@@ -69,6 +70,15 @@ def in_context(error: GpuAvatarError, context: str) -> GpuAvatarError:
     if isinstance(error, FixableError):
         return error.within(context)
     return type(error)(f"{context}: {error}")
+
+
+@contextmanager
+def error_context(context: str) -> Iterator[None]:
+    """Errors of gpu_avatar raised inside name ``context`` (the table or file at work)."""
+    try:
+        yield
+    except GpuAvatarError as error:
+        raise in_context(error, context) from None
 
 
 def import_extra(module: str, extra: str | None, purpose: str, install: str | None = None):

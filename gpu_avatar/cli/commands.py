@@ -7,7 +7,9 @@
     gpu-avatar split INPUT TRAINING HOLDOUT [--fraction 0.2] [--seed S]
     gpu-avatar attacks ORIGINAL AVATARS --holdout HOLDOUT [--secrets col ...]
     gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
-                                          gpu_avatar.relational.config; OUTPUT: a URL or a folder)
+                                          gpu_avatar.relational.config; OUTPUT: a URL or a folder;
+                                          [--no-links]: release a database without foreign keys
+                                          unlinked)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
     gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html|report.pdf]
     gpu-avatar demo [OUTPUT_DIR]
@@ -15,15 +17,18 @@
 Tables are CSV or Parquet, by file name; databases are SQLAlchemy URLs (sqlite:///file.db,
 postgresql://user:password@host/db), shown without their password. Progress bars go to stderr
 when it is a terminal (``--quiet`` turns them off). Any bad input prints one line
-``gpu-avatar: error: ...`` and exits with status 1 (2 for a bad command line); ``--debug``
-shows the traceback instead. Output paths are checked before any work; a command's outputs
-appear together when it succeeds, or none (``gpu_avatar.outputs``).
+``gpu-avatar: error: ...``, its fix in command-line words (in YAML words for a YAML source),
+and exits with status 1 (2 for a bad command line); ``--debug`` shows the traceback instead.
+Output paths are checked before any work; a command's outputs appear together when it
+succeeds, or none (``gpu_avatar.outputs``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 import sys
 import time
 import warnings
@@ -38,7 +43,7 @@ from .. import __version__
 from ..encoding import IDENTIFIER
 from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, FixableError, GpuAvatarError, import_extra
+from ..errors import AvatarError, GpuAvatarError, import_extra, worded
 from ..metrics.attacks import SINGLING_OUT_QUERIES
 from ..metrics.checks import check_same_table
 from ..outputs import OutputPaths, atomic_path, check_output, staged_outputs
@@ -331,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "folder)")
     _add_language(command)
     command.add_argument("--no-report", action="store_true", help="write no report")
+    command.add_argument("--no-links", action="store_true",
+                         help="release a database of several tables that declares no foreign "
+                         "key with its tables unlinked (refused otherwise, showing the links "
+                         "suggested from key names and values)")
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_database)
 
@@ -633,15 +642,72 @@ def _read_database(args: argparse.Namespace, progress: bool):
             raise UsageError(f"{', '.join(given)} go with a database URL source, not a YAML "
                              "file (which declares its tables)")
         return load_database_config(args.source)
+    db = ga.Database.from_sql(args.source, schema=args.schema, tables=args.tables,
+                              primary_keys=_primary_keys(args), progress=progress)
+    return DatabaseConfig(db, url=args.source)
+
+
+def _primary_keys(args: argparse.Namespace) -> dict[str, str]:
     keys = {}
     for item in (i for group in args.primary_key or [] for i in group):
         table, sep, column = item.partition("=")
         if not sep or not table or not column:
             raise UsageError(f"--primary-key expects TABLE=COLUMN, got {item!r}")
         keys[table] = column
-    db = ga.Database.from_sql(args.source, schema=args.schema, tables=args.tables,
-                              primary_keys=keys, progress=progress)
-    return DatabaseConfig(db)
+    return keys
+
+
+def _yaml_name(name: Any) -> str:
+    """A table or column name as a YAML scalar (quoted where YAML would read it otherwise)."""
+    import yaml
+
+    text = str(name)
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) and yaml.safe_load(text) == text
+    return text if plain else json.dumps(text)
+
+
+def _url_yaml(args: argparse.Namespace) -> list[str]:
+    """The YAML lines that read the database as the command line does."""
+    from ..sql.connection import identity, parse_url
+
+    secret = "  # your password in place of ***" if parse_url(args.source).password else ""
+    lines = [f"url: {identity(args.source)}{secret}"]
+    lines += [f"schema: {_yaml_name(args.schema)}"] if args.schema else []
+    lines += [f"include: [{', '.join(map(_yaml_name, args.tables))}]"] if args.tables else []
+    keys = _primary_keys(args)
+    lines += ["tables:"] if keys else []
+    return lines + [f"  {_yaml_name(t)}: {{primary_key: {_yaml_name(c)}}}" for t, c in keys.items()]
+
+
+def _refuse_unlinked(args: argparse.Namespace, config: Any) -> None:
+    """A database read from a URL whose tables no foreign key links is not released unlinked
+    unawares: the links ``suggest_links`` finds are printed as YAML lines, and the run refused
+    unless ``--no-links`` (YAML: ``no_links: true``)."""
+    from ..sql.connection import looks_like_url, shown
+
+    db = config.database
+    if config.url is None or len(db.tables) < 2 or db.links or args.no_links or config.no_links:
+        return
+    entries = [
+        f"  - {{parent: {_yaml_name(row.parent)}, child: {_yaml_name(row.child)}, "
+        f"foreign_key: {_yaml_name(row.foreign_key)}}}  # {row.containment:.0%} of "
+        f"{row.values} values among {row.parent}.{row.parent_key}; {row.name_evidence}"
+        for row in db.suggest_links().itertuples()
+    ] or ["  - {parent: PARENT, child: CHILD, foreign_key: COLUMN}  # none found from key "
+          "names and values: name yours"]
+    if looks_like_url(args.source):
+        where = "in a YAML file (db.yaml, say), then run gpu-avatar database db.yaml OUTPUT"
+        head = _url_yaml(args)
+        fix = "declare its links in a YAML file (suggested above), or pass --no-links"
+    else:
+        where, head = f"in {args.source}", []
+        fix = f"add its links to {args.source} (suggested above), or no_links: true"
+    print(f"{shown(config.url)} declares no foreign key between its {len(db.tables)} tables "
+          f"({', '.join(db.tables)}): each would be avatarized alone and released unlinked.\n"
+          f"Links suggested from key names and values, to keep or edit {where}:\n\n"
+          + "\n".join([*head, "links:", *entries]) + "\n", file=sys.stderr, flush=True)
+    raise AvatarError(f"{shown(config.url)} has {len(db.tables)} tables and no link between "
+                      f"them; {fix} to release the tables unlinked")
 
 
 def cmd_database(args: argparse.Namespace, progress: bool) -> int:
@@ -676,6 +742,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
         config = _read_database(args, progress)
+    _refuse_unlinked(args, config)
     if output is not None:  # the tables' files, now that their names are known
         paths.add_inputs({f"SOURCE's table {name}": path for name, path in config.paths.items()})
         files = {name: paths.add("OUTPUT", output / f"{name}.{args.format}", _table_file)
@@ -788,7 +855,9 @@ def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
 
 # ----------------------------------------------------------------------------- main
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr, flush=True)
+    from ..sql.connection import masked
+
+    print(f"{PROG}: warning: {masked(one_line(message))}", file=sys.stderr, flush=True)
 
 
 def _progress_wanted(args: argparse.Namespace) -> bool:
@@ -830,27 +899,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             close_all()
             if args.debug:
                 raise
-            print(f"{PROG}: error: {describe(error, _words(args))}", file=sys.stderr)
+            print(f"{PROG}: error: {describe(error, _entry(args))}", file=sys.stderr)
             return EXIT_USAGE if isinstance(error, UsageError) else EXIT_ERROR
 
 
-def _words(args: argparse.Namespace) -> str:
-    """Whose words a fix is given in: the YAML file's for a database, else the options'."""
-    return "yaml" if args.command == "database" else "cli"
+def _entry(args: argparse.Namespace) -> str:
+    """Whose words a fix is given in: the command line's, or a YAML source's."""
+    from ..sql.connection import looks_like_url
+
+    source = getattr(args, "source", None)  # gpu-avatar database's
+    return "yaml" if source is not None and not looks_like_url(source) else "cli"
 
 
-def describe(error: BaseException, words: str = "cli") -> str:
-    """One line for the user: the message of an expected error (its fix in ``words``, the
-    entry point's), the type of another."""
-    if isinstance(error, FixableError):
-        return one_line(error.worded(words))
+def describe(error: BaseException, entry: str = "cli") -> str:
+    """One line for the user, no password in it: the message of an expected error (its fix in
+    the words of ``entry``, "cli" or "yaml"), the type of another."""
+    from ..sql.connection import masked
+
     if isinstance(error, (GpuAvatarError, UsageError)):
-        return one_line(error)
-    if isinstance(error, OSError) and error.strerror:
-        where = f": {error.filename}" if error.filename else ""
-        return one_line(f"{error.strerror}{where}")
-    return one_line(f"unexpected {type(error).__name__}: {error} (rerun with --debug for the "
-                    "traceback)")
+        text = worded(error, entry)
+    elif isinstance(error, OSError) and error.strerror:
+        text = error.strerror + (f": {error.filename}" if error.filename else "")
+    else:
+        text = f"unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
+    return masked(one_line(text))
 
 
 if __name__ == "__main__":

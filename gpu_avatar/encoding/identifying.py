@@ -161,10 +161,12 @@ def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
     for column in found:
         per_table.setdefault(column.table, []).append(column.column)
 
-    def declared(kind: str) -> str:
-        return "; ".join(_declaration(entry, columns, kind)
-                         + ("" if table is None else f" for table {table!r}")
-                         for table, columns in per_table.items())
+    def declared(kind: str) -> str:  # a database's tables: in its YAML file (url: or path:)
+        return "; ".join(
+            _declaration(entry, columns, kind) if table is None else
+            _declaration("yaml" if entry == "cli" else entry, columns, kind)
+            + f" for table {table!r}" + (" in a YAML file" if entry == "cli" else "")
+            for table, columns in per_table.items())
 
     return (f"an identifier to give it fresh values, {declared(IDENTIFIER)}; or drop it "
             f"({_DROP[entry]}); or release its values knowingly, {declared(CATEGORICAL)}")

@@ -32,13 +32,16 @@ links:
 Link keys: ``parent``, ``child``, ``foreign_key``, optional ``parent_key`` (the parent's primary
 key by default), ``method``, ``drop_orphans`` and, for ``time_series``, ``n_points``,
 ``n_components`` and ``projection``. Unknown keys are refused (a typo would
-otherwise be ignored); every problem is an ``AvatarError`` naming the file and the entry.
+otherwise be ignored); every problem is an ``AvatarError`` naming the file and the entry, its
+fix in this file's words.
 
 A database server instead of files (``Database.from_sql``): ``url`` names it (an SQLite path
 relative to this YAML file), every table is read with its keys (``include: [...]``: only
 those), ``tables`` entries then only set a table's ``primary_key``, ``types`` and overrides
 (no ``path``, and no ``time``: time series are read from files), and ``links`` set a
-foreign key's method or add one the schema lacks:
+foreign key's method or add one the schema lacks. A database of several tables with no link
+at all is refused by ``gpu-avatar database`` (it shows the links ``suggest_links`` finds)
+unless ``no_links: true`` says its tables are to be released unlinked:
 
 ```yaml
 url: postgresql://analyst@db.example.org/hospital   # the password: in ~/.pgpass or the URL
@@ -58,20 +61,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AvatarError, GpuAvatarError
+from ..errors import AvatarError, GpuAvatarError, error_context, worded
 from ..files import read_table_file
 from ..parameters import (
     TABLE_OVERRIDES,
     AvatarParameters,
     check_flag,
     check_integer,
-    table_parameters,
 )
 from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
 TOP_LEVEL = {"tables": False, "links": False, "assignment_block_size": False, "url": False,
-             "schema": False, "include": False, **dict.fromkeys(RUN_PARAMETERS, False)}
+             "schema": False, "include": False, "no_links": False,
+             **dict.fromkeys(RUN_PARAMETERS, False)}
 READ_KEYS = ("sep", "decimal", "encoding", "date_format")  # how a table's file is read
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
               "time": False, **dict.fromkeys(READ_KEYS, False),
@@ -83,14 +86,22 @@ LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": F
 
 @dataclass
 class DatabaseConfig:
-    """The declared database (tables read) and the ``avatarize_database`` arguments."""
+    """The declared database (tables read) and the ``avatarize_database`` arguments; ``url``:
+    the database read (None: files); ``no_links``: its tables may be released unlinked."""
 
     database: Database
     parameters: AvatarParameters = field(default_factory=AvatarParameters)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignment_block_size: int | None = None
     paths: dict[str, Path] = field(default_factory=dict)
+    url: Any = None
+    no_links: bool = False
     write_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # CSV, as read
+
+
+def _in_file(path: Path, error: GpuAvatarError) -> AvatarError:
+    """An error of the YAML file at ``path``, its fix in YAML words."""
+    return AvatarError(f"{path}: {worded(error, 'yaml')}")
 
 
 def _check_keys(entry: Any, allowed: dict[str, bool], where: str) -> dict[str, Any]:
@@ -141,11 +152,13 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     links = top.get("links") or []
     if not isinstance(links, list):
         raise AvatarError(f"{path}: 'links' must be a list of links (parent, child, foreign_key)")
-
     try:
+        no_links = check_flag("no_links", top.get("no_links", False))
         parameters = AvatarParameters(**{k: top[k] for k in RUN_PARAMETERS if k in top})
     except GpuAvatarError as error:
-        raise AvatarError(f"{path}: {error}") from error
+        raise _in_file(path, error) from error
+    if no_links and links:
+        raise AvatarError(f"{path}: no_links: true, yet 'links' are declared; drop one of them")
     allowed = dict(TABLE_KEYS, path=url is None, primary_key=url is None)
     if url is not None:
         for key in ("path", "time", *READ_KEYS):
@@ -153,7 +166,7 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         for name, entry in (tables or {}).items():
             if isinstance(entry, Mapping) and "time" in entry:
                 raise AvatarError(
-                    f"{path}: tables.{name}: time series (time=) need tables read from files "
+                    f"{path}: tables.{name}: time series (time:) need tables read from files "
                     "(path), not from 'url'; export the table to a file and declare it there"
                 )
     specs = {str(name): _check_keys(entry, allowed, f"{path}: tables.{name}")
@@ -166,25 +179,24 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         if url is None:
             database, paths, write_options = _database_from_files(path, specs, links)
         else:
-            database, paths, write_options = _database_from_url(path, top, specs, links), {}, {}
+            database, url = _database_from_url(path, top, specs, links)
+            paths, write_options = {}, {}
     except GpuAvatarError as error:
-        raise AvatarError(f"{path}: {error}") from error
+        raise _in_file(path, error) from error
     overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
                  for name, spec in specs.items()}
     block_size = top.get("assignment_block_size")
-    if block_size is not None:
-        try:
-            check_integer("assignment_block_size", block_size, 1)
-        except GpuAvatarError as error:
-            raise AvatarError(f"{path}: {error}") from error
     try:
-        table_parameters(parameters, overrides, list(database.tables))  # checked here
+        for name, override in overrides.items():  # checked here, named as in this file
+            with error_context(f"tables.{name}"):
+                parameters.replace(**override)
+        if block_size is not None:
+            check_integer("assignment_block_size", block_size, 1)
     except GpuAvatarError as error:
-        raise AvatarError(f"{path}: {error}") from error
-    return DatabaseConfig(
-        database, parameters, {t: o for t, o in overrides.items() if o}, block_size, paths,
-        write_options,
-    )
+        raise _in_file(path, error) from error
+    return DatabaseConfig(database, parameters, {t: o for t, o in overrides.items() if o},
+                          block_size, paths, url, no_links,
+                          write_options)
 
 
 def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict, dict]:
@@ -194,11 +206,9 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
     paths, write_options = {}, {}
     for name, spec in specs.items():
         paths[name] = (path.parent / str(spec["path"])).resolve()
-        try:
+        with error_context(f"tables.{name}"):
             read = read_table_file(paths[name],
                                    **{key: spec[key] for key in READ_KEYS if key in spec})
-        except AvatarError as error:
-            raise AvatarError(f"tables.{name}: {error}") from error
         write_options[name] = read.write_options
         database.add_table(
             name, read.frame, primary_key=spec["primary_key"],
@@ -210,20 +220,18 @@ def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database
         parent_key = spec.get("parent_key")
         if parent_key is None and parent in database.tables:
             parent_key = database.tables[parent].primary_key
-        try:
+        with error_context(f"links[{index}]"):
             database.add_link(
                 parent, parent_key, child, spec["foreign_key"],
                 method=spec.get("method", "linear_sum_assignment"),
                 drop_orphans=spec.get("drop_orphans", False),
                 **{key: spec[key] for key in SERIES_KEYS if key in spec},
             )
-        except GpuAvatarError as error:
-            raise AvatarError(f"links[{index}]: {error}") from error
     return database, paths, write_options
 
 
-def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> Database:
-    """The database read from its server, with the settings the YAML file adds."""
+def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> tuple[Database, Any]:
+    """The database read from its server, with the settings the YAML file adds; its URL."""
     from ..sql.connection import parse_url
 
     url = parse_url(top["url"])
@@ -245,4 +253,4 @@ def _database_from_url(path: Path, top: dict, specs: dict, links: list) -> Datab
             database.tables[name].individual_level = check_flag(
                 f"tables.{name}.individual_level", spec["individual_level"]
             )
-    return database
+    return database, url

@@ -39,7 +39,7 @@ import pandas as pd
 from ..backend import Backend, resolve_backend
 from ..encoding import CONTINUOUS, fresh_identifiers
 from ..encoding.identifying import IdentifyingColumn, refuse_undeclared_tables
-from ..errors import AvatarError, AvatarTypeError
+from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..metrics.privacy import metric_coordinates
 from ..parameters import (
     AvatarParameters,
@@ -388,11 +388,13 @@ def avatarize_database(
     })
     for link in db.links:
         if link.method == "time_series" and link.child in (overrides or {}):
-            raise AvatarError(
-                f"overrides[{link.child!r}]: the time-series table {link.child!r} is not "
-                f"avatarized on its own but with its parent {link.parent!r}; give these "
-                f"parameters to {link.parent!r} instead"
-            )
+            raise FixableError(
+                f"parameters are given to the time-series table {link.child!r}, which is not "
+                f"avatarized on its own but with its parent {link.parent!r}", {
+                    "python": f"give them to overrides[{link.parent!r}] instead of "
+                              f"overrides[{link.child!r}]",
+                    "yaml": f"set them under tables: {link.parent} instead of {link.child}",
+                })
     per_table = table_parameters(base, overrides, order)
     steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
     backend = resolve_backend(base.backend)
@@ -422,15 +424,17 @@ def avatarize_database(
             key = (name, series_link.foreign_key)
             steps.start(f"table {name}")
             started = time.perf_counter()
-            avatars, avatar_positions[key], release_order = _series_avatars(
-                db, series_link, models[key], kept[series_link.parent],
-                released_at[series_link.parent], table_sequence, backend,
-            )
+            with error_context(f"table {name!r}"):
+                avatars, avatar_positions[key], release_order = _series_avatars(
+                    db, series_link, models[key], kept[series_link.parent],
+                    released_at[series_link.parent], table_sequence, backend,
+                )
             runs[name] = TableRun(per_table[name], series_link.series_options[2], {
                 "projection": projection_seconds.pop(name),
                 "rebuild": time.perf_counter() - started,
             })
-            fresh = fresh_identifiers(table[db.tables[name].primary_key], len(avatars))
+            with error_context(f"table {name!r}"):
+                fresh = fresh_identifiers(table[db.tables[name].primary_key], len(avatars))
             steps.advance()
             steps.start(f"link {series_link.parent} -> {name}")
             reports.append(LinkReport(
@@ -442,7 +446,8 @@ def avatarize_database(
             steps.advance()
         else:
             # first: finding fresh keys takes far more memory than they hold
-            fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
+            with error_context(f"table {name!r}"):
+                fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
             series_features = {}
             for link in db.children_of(name):
                 if link.method == "time_series":
@@ -458,19 +463,25 @@ def avatarize_database(
             del series_features
             table_k = per_table[name].k
             if table_k >= n:
-                raise AvatarError(
-                    f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}; "
-                    f"give the table its own k, e.g. overrides={{{name!r}: "
-                    f"{{'k': {max(2, n // 4)}}}}}"
-                )
+                smaller = max(2, n // 4)
+                yaml = f"tables: {{{name}: {{k: {smaller}}}}}"
+                raise FixableError(
+                    f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}", {
+                        "python": f"give the table its own k, e.g. overrides={{{name!r}: "
+                                  f"{{'k': {smaller}}}}}",
+                        "cli": "lower --k, or give the table its own k in a YAML file "
+                               f"({yaml}, see gpu_avatar.relational.config)",
+                        "yaml": f"give the table its own k, e.g. {yaml}",
+                    })
             logger.info("avatarizing table %s (%d rows)", name, n)
             steps.start(f"table {name}")
-            result = avatarize(
-                enriched,
-                parameters=per_table[name].replace(
-                    seed=table_sequence, backend=backend, types=types
-                ),
-            )
+            with error_context(f"table {name!r}"):  # a column's error: of which table?
+                result = avatarize(
+                    enriched,
+                    parameters=per_table[name].replace(
+                        seed=table_sequence, backend=backend, types=types
+                    ),
+                )
             del enriched  # with the result's originals and shuffled avatars: only these kept
             runs[name] = TableRun(
                 result.parameters, result.projection_kind, result.timings, result.batches
@@ -481,10 +492,11 @@ def avatarize_database(
             for link in db.parents_of(name):
                 steps.start(f"link {link.parent} -> {name}")
                 key = (link.child, link.foreign_key)
-                report, avatar_positions[key] = _relink(
-                    db, link, avatars, kept[link.parent], positions[key], backend,
-                    assignment_block_size,
-                )
+                with error_context(f"link {link.parent} -> {name}"):
+                    report, avatar_positions[key] = _relink(
+                        db, link, avatars, kept[link.parent], positions[key], backend,
+                        assignment_block_size,
+                    )
                 reports.append(report)
                 steps.advance()
             release_order = shuffle_order(n, table_sequence)

@@ -3,9 +3,12 @@
 ``Database.validate()`` runs every check of multitable.md section 1 and raises an
 ``AvatarError`` naming the table and column: unknown tables or columns, empty tables, primary
 keys not unique or null, a primary key used as a foreign key, the same parent referenced twice
-by one child, cycles, and orphans (foreign key values absent from the parent; they are counted
-and shown, and dropped only when the link says ``drop_orphans=True``). A missing foreign key
-is not an orphan: the row is a child without a parent, kept, and its avatar may have none too.
+by one child, cycles, a foreign key whose values are not of its parent key's kind (text
+against numbers: no value could match), and orphans (foreign key values absent from the
+parent; they are counted and shown, and dropped only when the link says
+``drop_orphans=True``). A missing foreign key is not an orphan: the row is a child without a
+parent, kept, and its avatar may have none too. Where the fix depends on the entry point
+(Python, the command line, a YAML file), the error is a ``FixableError`` worded for each.
 """
 
 from __future__ import annotations
@@ -18,10 +21,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import AvatarError, AvatarTypeError
+from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types
 
 _EXAMPLES = 5
+_KEY_KINDS = {"integer": "numbers", "floating": "numbers", "mixed-integer-float": "numbers",
+              "decimal": "numbers", "string": "text", "boolean": "booleans",
+              "datetime64": "dates", "datetime": "dates", "date": "dates"}
+
+
+def key_kind(values: pd.Series) -> str | None:
+    """What a key column holds, "numbers", "text", "booleans" or "dates", to compare a
+    foreign key with its parent key (None: nothing to compare, or a mix)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = pd.Series(values.cat.categories)
+    dtype = values.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return "booleans"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "numbers"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "dates"
+    return _KEY_KINDS.get(pd.api.types.infer_dtype(values, skipna=True))
 
 
 @dataclass
@@ -151,11 +172,12 @@ class Database:
         """
         for table in (parent, child):
             if table not in self.tables:
-                raise AvatarError(f"link {parent}->{child}: unknown table {table!r}; add it first")
-        try:
+                raise FixableError(f"link {parent}->{child}: unknown table {table!r}", {
+                    "python": "add it first (add_table)",
+                    "yaml": "declare it under tables (or, for a url, in include)",
+                })
+        with error_context(f"link {parent}->{child}"):
             check_choice("method", method, LINK_METHODS)
-        except AvatarError as error:
-            raise type(error)(f"link {parent}->{child}: {error}") from None
         if parent_key != self.tables[parent].primary_key:
             raise AvatarError(
                 f"link {parent}->{child}: {parent_key!r} is not the primary key of {parent!r} "
@@ -185,15 +207,13 @@ class Database:
             )
         drop_orphans = check_flag(f"link {parent}->{child}: drop_orphans", drop_orphans)
         options = (n_points, n_components, projection)
-        try:
+        with error_context(f"link {parent}->{child}"):
             if method == "time_series":
                 options = self._check_series_link(parent, child, foreign_key, options)
             elif options != (None, None, "fpca"):
-                raise AvatarError(
-                    "n_points, n_components and projection go with method='time_series'"
-                )
-        except AvatarError as error:
-            raise type(error)(f"link {parent}->{child}: {error}") from None
+                raise FixableError("n_points, n_components and projection go with time series",
+                                   {"python": "method='time_series'",
+                                    "yaml": "method: time_series"})
         self.links.append(
             Link(parent, parent_key, child, foreign_key, method, drop_orphans, options)
         )
@@ -254,11 +274,14 @@ class Database:
         series = {link.child for link in self.links if link.method == "time_series"}
         for name, table in self.tables.items():
             if table.time is not None and name not in series:
-                raise AvatarError(
+                raise FixableError(
                     f"table {name!r} declares time={table.time!r} but no parent links it as "
-                    f"time series: add_link(PARENT, KEY, {name!r}, FOREIGN_KEY, "
-                    "method='time_series')"
-                )
+                    "time series", {
+                        "python": f"add_link(PARENT, KEY, {name!r}, FOREIGN_KEY, "
+                                  "method='time_series')",
+                        "yaml": f"links: - {{parent: PARENT, child: {name}, foreign_key: "
+                                "FOREIGN_KEY, method: time_series}",
+                    })
             if name in series and len(self.parents_of(name)) + len(self.children_of(name)) > 1:
                 raise AvatarError(
                     f"a time-series table ({name!r}) has one parent and no child; link the "
@@ -287,6 +310,7 @@ class Database:
         return data
 
     def _check_orphans(self, link: Link, child: pd.DataFrame, parent: pd.DataFrame) -> pd.DataFrame:
+        self._check_key_kinds(link, child[link.foreign_key], parent[link.parent_key])
         keys = child[link.foreign_key]
         orphan = ~keys.isin(parent[link.parent_key]).to_numpy() & keys.notna().to_numpy()
         if not orphan.any():
@@ -297,11 +321,39 @@ class Database:
             f"from {link.parent}.{link.parent_key} (e.g. {examples})"
         )
         if not link.drop_orphans:
-            raise AvatarError(
-                message + "; fix the data, or pass drop_orphans=True to add_link to drop them"
-            )
-        warnings.warn(message + "; dropped (drop_orphans=True)", UserWarning, stacklevel=3)
+            entry = (f"{{parent: {link.parent}, child: {link.child}, foreign_key: "
+                     f"{link.foreign_key}, drop_orphans: true}}")
+            raise FixableError(message, {
+                "python": "fix the data, or pass drop_orphans=True to add_link to drop them",
+                "cli": "fix the data, or drop them: declare the link in a YAML file (url: and "
+                       f"links: - {entry}, see gpu_avatar.relational.config)",
+                "yaml": f"fix the data, or drop them: links: - {entry}",
+            })
+        warnings.warn(message + "; dropped (drop_orphans)", UserWarning, stacklevel=3)
         return child.loc[~orphan]
+
+    def _check_key_kinds(self, link: Link, keys: pd.Series, parent_keys: pd.Series) -> None:
+        """Refuse a foreign key whose values cannot match its parent key's (text against
+        numbers, say): a type to cast, not orphans to drop."""
+        kind, parent_kind = key_kind(keys.dropna()), key_kind(parent_keys)
+        if kind is None or parent_kind is None or kind == parent_kind:
+            return
+        where = f"{link.child}.{link.foreign_key}"
+        parent_key = f"{link.parent}.{link.parent_key}"
+        source = self.tables[link.parent].sql
+        sql_type = source.c[link.parent_key].type if source is not None else None
+        cast = (f"declare and store {where} as {sql_type}, the type of {parent_key}, in the "
+                "database" if sql_type is not None
+                else f"write {where} as {parent_kind}, like {parent_key}, in its file")
+        raise FixableError(
+            f"link {link.parent}->{link.child}: {where} holds {kind} (e.g. "
+            f"{keys.dropna().iloc[0]!r}) but {parent_key} holds {parent_kind}, so no value can "
+            "match (a type mismatch, not orphans)", {
+                "python": f"cast the column to the type of {parent_key} "
+                          f"({parent_keys.dtype}) first, e.g. with astype or pd.to_numeric",
+                "cli": f"cast the column: {cast}",
+                "yaml": f"cast the column: {cast}",
+            })
 
 
 NO_PARENT = -1  # the parent position of a child without a parent (a missing foreign key)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError
 from ..parameters import check_number
+from .schema import key_kind
 
 COLUMNS = ["parent", "parent_key", "child", "foreign_key", "containment", "values",
            "name_evidence"]
@@ -38,15 +40,14 @@ def _name_evidence(column: Any, parent: str, parent_key: Any) -> str | None:
 
 
 def _comparable(child: pd.Series, key: pd.Series) -> bool:
-    """Keys and candidate values of one kind: integers both (any width), or text both."""
-    number = pd.api.types.is_numeric_dtype
-    boolean = pd.api.types.is_bool_dtype
-    if boolean(child.dtype) or boolean(key.dtype):
+    """Keys and candidate values of one kind (``schema.key_kind``), numbers whole."""
+    kind = key_kind(child)
+    if kind is None or kind == "booleans" or kind != key_kind(key):
         return False
-    if number(child.dtype) and number(key.dtype):
-        values = child.dropna()
-        return bool((values == values.round()).all())
-    return not number(child.dtype) and not number(key.dtype)
+    if kind != "numbers":
+        return True
+    numbers = np.asarray(child, dtype=np.float64)
+    return bool((numbers == np.round(numbers)).all())
 
 
 def suggest_links(db: Any, min_containment: float = 0.95) -> pd.DataFrame:

@@ -47,7 +47,7 @@ import pandas as pd
 from ..backend import Backend
 from ..encoding.encoder import ticks_to_times, time_ticks
 from ..encoding.kinds import is_datetime, is_number, is_timedelta
-from ..errors import AvatarError
+from ..errors import AvatarError, FixableError
 from ..parameters import SERIES_PROJECTIONS, check_choice, check_integer
 from ..projection.projection import chunk_rows, sorted_axes
 
@@ -93,11 +93,10 @@ def check_series_table(
     """Refuse, naming the column, a series table whose time column is its foreign key or not
     numbers, datetimes or timedeltas, whose other columns are not continuous numbers, or
     with a missing time or foreign key, or twice the same time in one series."""
-    ordinary = "; link it as an ordinary child table (method='linear_sum_assignment')"
     if time is None:
-        raise AvatarError(
-            f"{where}: a time-series table needs its time column: add_table(..., time=COLUMN)"
-        )
+        raise FixableError(f"{where}: a time-series table needs its time column", {
+            "python": "add_table(..., time=COLUMN)", "yaml": "give its tables entry time: COLUMN"
+        })
     if time == foreign_key:
         raise AvatarError(
             f"{where}: time={time!r} is the foreign key of the link; name the column that "
@@ -114,11 +113,14 @@ def check_series_table(
             continue
         kind = types.get(column)
         if kind in ("categorical", "identifier") or not is_number(data[column].dtype):
-            raise AvatarError(
+            move = f"move {column!r} to another table, or link it as an ordinary child table"
+            raise FixableError(
                 f"{where}: column {column!r} ({kind or data[column].dtype}) is not a continuous "
                 f"measurement; a time-series table holds only its keys, the time {time!r} and "
-                f"continuous measurements: move {column!r} to another table{ordinary}"
-            )
+                "continuous measurements", {
+                    "python": f"{move} (method='linear_sum_assignment')",
+                    "yaml": f"{move} (method: linear_sum_assignment)",
+                })
     for column, what in ((time, "time"), (foreign_key, "foreign key")):
         missing = int(data[column].isna().sum())
         if missing:

@@ -24,10 +24,17 @@ text        TEXT, VARCHAR, CHAR, ENUM           str (object      categorical
 ==========  ==================================  ===============  ===========================
 
 Other types (JSON, BYTEA, TIME, arrays, geometry...) are refused, naming the column.
+
+Dates and times held as text (SQLite stores them so: ``1980-12-31``, ``31/12/1980``,
+``1980-01-01 13:45``, ``2024-03-30T10:00+01:00``) are read by the rules every input path
+shares (``gpu_avatar.parsing``), for the whole column at once; a value none reads is refused,
+naming the column and the value. UTC offsets that differ between values (daylight saving)
+give one instant each, in UTC.
 """
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from typing import Any
 
@@ -35,9 +42,18 @@ import numpy as np
 import pandas as pd
 
 from ..encoding.kinds import is_text
-from ..errors import AvatarError
+from ..errors import AvatarError, FixableError
+from ..parsing import (
+    DATE_ORDERS,
+    ISO,
+    detect_date_reading,
+    first_failure,
+    non_missing_text,
+    to_datetimes,
+)
 
 TEXT_DTYPE = pd.Series(["text"]).dtype  # what pandas gives text: str (pandas 3) or object
+TABLES_FIX = {"python": "tables=[...]", "cli": "--tables", "yaml": "include: [...]"}  # read
 
 
 def family(sql_type: Any, where: str) -> str:
@@ -67,17 +83,18 @@ def family(sql_type: Any, where: str) -> str:
     ):
         if isinstance(sql_type, cls):
             return name
-    raise AvatarError(
+    raise FixableError(
         f"column {where} has SQL type {declared}, which cannot be avatarized (supported: "
-        "integers, floats, numerics, booleans, dates, timestamps, intervals, UUIDs and text); "
-        "drop or convert the column, or leave its table out with tables=[...]"
+        "integers, floats, numerics, booleans, dates, timestamps, intervals, UUIDs and text)",
+        {entry: f"drop or convert the column, or leave its table out with {fix}"
+         for entry, fix in TABLES_FIX.items()},
     )
 
 
-def to_series(values: list, kind: str, name: Any, timezone: bool = False,
-              key: bool = False) -> pd.Series:
+def to_series(values: list, kind: str, name: Any, key: bool = False) -> pd.Series:
     """One column's values as the DBAPI returned them, as a pandas column of its family
-    (``key``: a primary or foreign key, whose integers must stay exact)."""
+    (``key``: a primary or foreign key, whose integers must stay exact); dates and times as
+    they came, for ``to_dates`` once the column is whole."""
     if kind in ("integer", "float", "numeric"):
         # SQLite stores what it is given: an INTEGER column may hold reals, kept as floats
         if kind == "integer" and all(type(v) is int for v in values):
@@ -91,13 +108,49 @@ def to_series(values: list, kind: str, name: Any, timezone: bool = False,
             return pd.Series(np.array(values, dtype=bool), name=name)
         return pd.Series(values, name=name, dtype=object)
     if kind in ("date", "datetime"):
-        return pd.Series(pd.to_datetime(values, utc=timezone), name=name)
+        return pd.Series(values, name=name, dtype=object)
     if kind == "interval":
         return pd.Series(pd.to_timedelta(values), name=name)
     if kind == "uuid":
         values = [None if v is None else str(v) for v in values]
     # text as read_csv gives it, whatever the chunk holds (all NULL included)
     return pd.Series(values, name=name, dtype=TEXT_DTYPE)
+
+
+def to_dates(values: pd.Series, zoned: bool, where: str) -> pd.Series:
+    """A whole DATE or TIMESTAMP column (``to_series``'s) as datetime64: the driver's dates
+    and times as they are (UTC if ``zoned``), text by the shared rules (module docstring);
+    anything else is refused naming ``where`` (``table.column``) and the value."""
+    present = values.dropna()
+    text = present.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+    dates = present.map(lambda v: isinstance(v, datetime.date)).to_numpy(dtype=bool)
+    if not (text.all() or dates.all()):  # numbers in an SQLite DATE column, say
+        odd = present[~text if text.any() else ~dates].iloc[0]
+        raise AvatarError(
+            f"column {where} holds {odd!r}, which is not a date; store its dates as text "
+            "(ISO 8601: 1980-12-31 13:45) or convert the column in the database"
+        )
+    if not text.any():
+        return pd.Series(pd.to_datetime(values, utc=zoned), name=values.name)
+    strings = non_missing_text(present)
+    reading = detect_date_reading(strings, f"column {where}",
+                                  "rewriting them as ISO 8601 (1980-12-31) in the database")
+    # without one reading for every value: the reading that reads the most, to name a failure
+    parsed = max((to_datetimes(strings, r) for r in ([reading] if reading else
+                                                      [ISO, *DATE_ORDERS])),
+                 key=lambda dates: int(dates.notna().sum()))
+    failed = first_failure(strings, parsed)
+    if failed is not None:
+        raise AvatarError(
+            f"column {where} holds {failed!r}, which does not read as a date like the others "
+            "(ISO 8601 1980-12-31 13:45, day first 31/12/1980 or month first 12/31/1980, one "
+            "for the whole column); fix or convert it in the database"
+        )
+    if parsed.dt.tz is not None:  # one offset for every value: the same instants, in UTC
+        parsed = parsed.dt.tz_convert("UTC")
+    elif zoned:
+        parsed = parsed.dt.tz_localize("UTC")
+    return parsed.reindex(values.index).rename(values.name)
 
 
 def sql_type_of(series: pd.Series):

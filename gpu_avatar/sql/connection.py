@@ -1,5 +1,10 @@
 """Database URLs and engines: parsed once, shown without their password, errors in one line.
 
+A password is masked however it is spelled: holding ``/``, ``:`` or ``@``, percent-encoded
+(``%2F``), or in a URL that does not parse (everything between the user's ``:`` and the last
+``@`` is hidden). A raw ``@`` in a password is refused (where does the host start?), with the
+fix: percent-encode it as ``%40``.
+
 ``sqlite:///path.db`` works from a plain install; ``postgresql://user:password@host/db`` needs
 the ``postgres`` extra (psycopg 3, which a bare ``postgresql://`` URL uses). SQLite engines
 enforce foreign keys and run DDL inside the write's transaction, as PostgreSQL does, so a
@@ -11,11 +16,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import AvatarError, AvatarTypeError, import_extra
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")  # user:password@ in a URL that did not parse
+_USER = r"([A-Za-z][A-Za-z0-9+.-]*:/+[^/:\s]*:)"  # scheme://user: (a slash may be missing)
+_PASSWORD = re.compile(_USER + r"\S*@")  # up to the last @ of a URL in a message
+_WHOLE_PASSWORD = re.compile(_USER + r".*@", re.DOTALL)  # of a string that is one URL
 _DRIVERS = {"postgresql": "postgresql+psycopg"}  # psycopg 3, not SQLAlchemy's psycopg2 default
 _NEEDS = {"postgresql": ("psycopg", "postgres")}  # backend name -> (module, extra)
 
@@ -25,6 +33,11 @@ def looks_like_url(text: Any) -> bool:
     return isinstance(text, str) and _URL.match(text) is not None
 
 
+def masked(text: str) -> str:
+    """``text`` (a message) with the password of every URL in it as ***."""
+    return _PASSWORD.sub(r"\1***@", text)
+
+
 def parse_url(url: Any):
     """The SQLAlchemy URL of ``url`` (a string or ``sqlalchemy.URL``), its driver chosen."""
     import sqlalchemy as sa
@@ -32,15 +45,20 @@ def parse_url(url: Any):
     if isinstance(url, sa.URL):
         parsed = url
     elif isinstance(url, str):
+        hidden = _WHOLE_PASSWORD.sub(r"\1***@", url)
         try:
             parsed = sa.make_url(url)
             parsed.port  # noqa: B018 (a port that is not a number fails here)
         except (sa.exc.ArgumentError, ValueError):
-            masked = _PASSWORD.sub(r"\1***@", url)
             raise AvatarError(
-                f"{masked!r} is not a database URL; expected e.g. "
+                f"{hidden!r} is not a database URL; expected e.g. "
                 "sqlite:///hospital.db or postgresql://user:password@host:5432/database"
             ) from None
+        if "@" in (parsed.host or ""):
+            raise AvatarError(
+                f"{hidden!r}: the password holds '@', which ends it in a URL; percent-encode "
+                "it as %40"
+            )
     else:
         raise AvatarTypeError(
             f"url must be a database URL string or sqlalchemy.URL, got {type(url).__name__}"
@@ -64,11 +82,14 @@ def shown(url: Any) -> str:
 
 
 def one_line(error: BaseException, url: Any) -> str:
-    """A driver's error as one line, without the URL's password."""
+    """A driver's error as one line, without the URL's password (as given or encoded)."""
     cause = getattr(error, "orig", None) or error
     text = " ".join(str(cause).split()) or type(cause).__name__
     password = parse_url(url).password
-    return text.replace(password, "***") if password else text
+    if password:
+        for spelling in (password, quote(password, safe="")):
+            text = text.replace(spelling, "***")
+    return masked(text)
 
 
 def _sqlite_transactional_ddl(engine) -> None:

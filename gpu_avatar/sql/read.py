@@ -1,7 +1,10 @@
 """``Database.from_sql``: a whole schema read with its keys, by SQLAlchemy reflection.
 
-UUID columns that are not keys are identifiers (fresh UUIDs in the release) unless ``types``
-says otherwise.
+Columns that hold an identity without being keys are identifiers (fresh values in the
+release: ``avatar_<i>``, new integers or UUIDs, never an original value) unless ``types`` says
+otherwise: UUID columns, and columns of numbers or text under a single-column UNIQUE
+constraint or unique index (an e-mail, a social security number: as a category, each value
+would be released as it is).
 
 Tables, primary keys and foreign keys are reflected; each foreign key becomes a link (method:
 ``link_method``, or the one a ``links`` entry gives it); every column's SQL type decides its
@@ -18,12 +21,12 @@ from typing import Any
 import pandas as pd
 
 from ..encoding import IDENTIFIER
-from ..errors import AvatarError, AvatarTypeError
+from ..errors import AvatarError, AvatarTypeError, FixableError
 from ..parameters import check_integer
 from ..progress import ProgressLike, Steps
 from ..relational.schema import Database
 from . import READ_CHUNK_ROWS
-from .columns import family, to_series
+from .columns import TABLES_FIX, family, to_dates, to_series
 from .connection import create_engine, identity, one_line, shown
 
 logger = logging.getLogger("gpu_avatar")
@@ -58,17 +61,25 @@ def _primary_key(table, chosen: str | None) -> str:
         return chosen
     declared = list(table.primary_key.columns.keys())
     if not declared:
-        raise AvatarError(
-            f"table {name!r} has no primary key; name a column of unique values with "
-            f"primary_keys={{{name!r}: 'column'}}, or leave the table out with tables=[...]"
-        )
+        raise FixableError(f"table {name!r} has no primary key", {
+            entry: f"name a column of unique values with {named}, or leave the table out "
+                   f"with {TABLES_FIX[entry]}"
+            for entry, named in _key_fixes(name).items()
+        })
     if len(declared) > 1:
-        raise AvatarError(
-            f"table {name!r} has a composite primary key {declared}, which is not supported: "
-            f"add a column of unique values (an integer key numbering the rows) and name it "
-            f"with primary_keys={{{name!r}: 'column'}}"
-        )
+        raise FixableError(
+            f"table {name!r} has a composite primary key {declared}, which is not supported", {
+                entry: "add a column of unique values (an integer key numbering the rows) and "
+                       f"name it with {named}" for entry, named in _key_fixes(name).items()
+            })
     return declared[0]
+
+
+def _key_fixes(table: str) -> dict[str, str]:
+    """How each entry point names a table's primary key."""
+    return {"python": f"primary_keys={{{table!r}: 'column'}}",
+            "cli": f"--primary-key {table}=COLUMN",
+            "yaml": f"tables: {{{table}: {{primary_key: COLUMN}}}}"}
 
 
 def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -93,10 +104,8 @@ def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
                 "column"
             )
         if parent not in keys:
-            raise AvatarError(
-                f"{where}.{referred[0]}: {parent!r} is not among the tables read; add it to "
-                "tables=[...]"
-            )
+            raise FixableError(f"{where}.{referred[0]}: {parent!r} is not among the tables read",
+                               {entry: f"add it to {fix}" for entry, fix in TABLES_FIX.items()})
         if referred[0] != keys[parent]:
             raise AvatarError(
                 f"{where}.{referred[0]}: refers to a column that is not the primary key of "
@@ -104,6 +113,19 @@ def _declared_links(table, keys: dict[str, str]) -> list[tuple[str, str, str]]:
             )
         links.append((parent, table.name, columns[0]))
     return links
+
+
+def _identifying(inspector, table, families: dict[str, str], keys: set[str]) -> dict[str, str]:
+    """The identifier columns of ``table`` (module docstring); ``keys``: its key columns.
+    SQLite's UNIQUE columns are found by their automatic indexes: SQLAlchemy does not parse
+    every column constraint of its CREATE TABLE (``email VARCHAR(40) UNIQUE``)."""
+    where = {"schema": table.schema}
+    unique = inspector.get_unique_constraints(table.name, **where) + [
+        index for index in inspector.get_indexes(table.name, include_auto_indexes=True, **where)
+        if index["unique"]]
+    unique = {entry["column_names"][0] for entry in unique if len(entry["column_names"]) == 1}
+    return {name: IDENTIFIER for name, kind in families.items() if name not in keys and (
+        kind == "uuid" or name in unique and kind in ("integer", "float", "numeric", "text"))}
 
 
 def _families(table) -> dict[str, str]:
@@ -117,28 +139,37 @@ def _read_rows(connection, table, kinds: dict[str, str], primary_key: str, keys:
     integers kept exact)."""
     import sqlalchemy as sa
 
-    zoned = {c.name: bool(getattr(c.type, "timezone", False)) for c in table.columns}
     names = list(table.columns.keys())
+    dated = [name for name in names if kinds[name] in ("date", "datetime")]
 
     def column(values: list, name: str) -> pd.Series:
         try:
-            return to_series(values, kinds[name], name, zoned[name], key=name in keys)
+            return to_series(values, kinds[name], name, key=name in keys)
         except (ValueError, TypeError, OverflowError) as error:
             raise AvatarError(
                 f"column {table.name}.{name} ({table.c[name].type}) holds a value that is not "
                 f"of its type ({error}); fix or convert it in the database"
             ) from None
 
+    # dates and times as the driver gives them: SQLAlchemy's own SQLite reading refuses
+    # 31/12/1980 and drops a UTC offset; they are read once their column is whole
+    selected = [sa.type_coerce(c, sa.String).label(c.name) if c.name in dated else c
+                for c in table.columns]
     parts: dict[str, list[pd.Series]] = {name: [] for name in names}
-    statement = sa.select(table).order_by(table.c[primary_key])
+    statement = sa.select(*selected).order_by(table.c[primary_key])
     result = connection.execution_options(stream_results=True, max_row_buffer=chunk_rows)
     for rows in result.execute(statement).partitions(chunk_rows):
         for name, values in zip(names, zip(*rows, strict=True), strict=True):
             parts[name].append(column(list(values), name))
     if not parts[names[0]]:
-        return pd.DataFrame({name: column([], name) for name in names})
-    # concatenated chunk by chunk: an integer column with NULLs in one chunk only ends float
-    return pd.DataFrame({name: pd.concat(parts.pop(name), ignore_index=True) for name in names})
+        data = pd.DataFrame({name: column([], name) for name in names})
+    else:  # concatenated chunk by chunk: an integer column with NULLs in one chunk ends float
+        data = pd.DataFrame({name: pd.concat(parts.pop(name), ignore_index=True)
+                             for name in names})
+    for name in dated:
+        zoned = bool(getattr(table.c[name].type, "timezone", False))
+        data[name] = to_dates(data[name], zoned, f"{table.name}.{name}")
+    return data
 
 
 def read_database(
@@ -190,18 +221,20 @@ def read_database(
             }
             keys = {name: _primary_key(t, primary_keys.get(name)) for name, t in reflected.items()}
             declared = [link for t in reflected.values() for link in _declared_links(t, keys)]
+            entries = _link_entries(extra_links, declared)
+            linked = {(child, key) for _, child, key in declared} | set(entries)
             # every column type checked before any row is read
             families = {name: _families(table) for name, table in reflected.items()}
             db = Database()
             for name, table in reflected.items():
                 steps.start(f"read {name}")
-                keyed = {keys[name]} | {key for _, child, key in declared if child == name}
+                keyed = {keys[name]} | {key for child, key in linked if child == name}
                 data = _read_rows(connection, table, families[name], keys[name], keyed,
                                   chunk_rows)
                 logger.info("read table %s (%d rows) from %s", name, len(data), where)
-                uuids = {c: IDENTIFIER for c, kind in families[name].items()
-                         if kind == "uuid" and c not in keyed}
-                db.add_table(name, data, keys[name], types={**uuids, **types.get(name, {})})
+                identifiers = _identifying(inspector, table, families[name], keyed)
+                db.add_table(name, data, keys[name],
+                             types={**identifiers, **types.get(name, {})})
                 table.info["dialect"] = connection.dialect.name  # to_sql keeps its types
                 table.info["source"] = (identity(url), schema)  # and never writes over it
                 db.tables[name].sql = table
@@ -211,7 +244,6 @@ def read_database(
     finally:
         steps.close()
         engine.dispose()
-    entries = _link_entries(extra_links, declared)
     for parent, child, foreign_key in declared:
         entry = entries.pop((child, foreign_key), {})
         db.add_link(parent, keys[parent], child, foreign_key,

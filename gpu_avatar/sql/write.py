@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..encoding import IDENTIFIER
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import check_choice, check_integer
 from ..progress import ProgressLike, Steps
@@ -54,9 +55,9 @@ def _source_type(reflected, source_dialect: str, dialect: str):
     return generic
 
 
-def _widened(name: str, column: _Column, values: pd.Series) -> _Column:
-    """A text key too narrow for the fresh identifiers ("avatar_<i>"), widened with a
-    warning, rather than a release refused."""
+def _widened(name: str, column: _Column, values: pd.Series, what: str) -> _Column:
+    """A text key or identifier (``what``) too narrow for the fresh identifiers
+    ("avatar_<i>"), widened with a warning, rather than a release refused."""
     import sqlalchemy as sa
 
     length = getattr(column.sql_type, "length", None)
@@ -65,7 +66,7 @@ def _widened(name: str, column: _Column, values: pd.Series) -> _Column:
     if column.family != "text" or not length or longest <= length:
         return column
     warnings.warn(
-        f"avatar table {name!r}: key {column.name!r} ({column.sql_type}) is widened to "
+        f"avatar table {name!r}: {what} {column.name!r} ({column.sql_type}) is widened to "
         f"VARCHAR({longest}) in the target for the fresh identifiers ('avatar_<i>')",
         UserWarning, stacklevel=4,
     )
@@ -97,7 +98,9 @@ def _columns(result, name: str, dialect: str, keys: dict[str, _Column]) -> list[
         described = _Column(column, sql_type, family(sql_type, f"{name}.{column}"), nullable,
                             uuid.uuid5(release, owner))
         if column == table.primary_key:
-            described = keys[name] = _widened(name, described, data[column])
+            described = keys[name] = _widened(name, described, data[column], "key")
+        elif table.types.get(column) == IDENTIFIER:
+            described = _widened(name, described, data[column], "identifier")
         elif column in parents and described.family == keys[parents[column]].family == "text":
             described = replace(described, sql_type=keys[parents[column]].sql_type)
         out.append(described)

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import shutil
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 from cli_helpers import check_ok, gpu_avatar_command, parse_report, run_cli
 
 import gpu_avatar as ga
+from gpu_avatar.cli import main as cli_main
 from gpu_avatar.demo import load_hospital_database
 from gpu_avatar.relational.config import load_database_config
 
@@ -236,6 +238,61 @@ def test_bad_input_prints_one_line(case, datasets_path, tmp_path):
     assert lines[0].startswith("gpu-avatar: error: ")
     assert message.format(**names) in lines[0]
     assert (tmp_path / "in.csv").read_bytes() == (datasets_path / "wbcd.csv").read_bytes()
+
+
+def _hospital_files(folder) -> None:
+    """The bundled hospital tables as CSV files, the first visits orphans."""
+    folder.mkdir()
+    for name in ("patient", "doctor", "visit"):
+        with resources.as_file(resources.files("gpu_avatar") / "data" / f"{name}.csv") as path:
+            table = pd.read_csv(path)
+        if name == "visit":
+            table.loc[:2, "patient_id"] = 999
+        table.to_csv(folder / f"{name}.csv", index=False)
+
+
+def test_database_errors_give_the_fix_in_the_words_of_the_command_line_or_yaml(tmp_path,
+                                                                                capsys):
+    _hospital_files(tmp_path / "data")
+    config = tmp_path / "db.yaml"
+    config.write_text("k: 5\ntables:\n" + "".join(
+        f"  {name}: {{path: data/{name}.csv, primary_key: {key}}}\n"
+        for name, key in (("patient", "p_id"), ("doctor", "d_id"), ("visit", "visit_id")))
+        + "links:\n  - {parent: patient, child: visit, foreign_key: patient_id}\n"
+        "  - {parent: doctor, child: visit, foreign_key: doctor_id}\n")
+
+    def error(*arguments) -> str:
+        assert cli_main([*map(str, arguments), "--no-report"]) == 1
+        line = capsys.readouterr().err.splitlines()[-1]  # after a warning of dropped orphans
+        assert line.startswith("gpu-avatar: error: "), line
+        assert "=True" not in line and "overrides=" not in line  # Python's words
+        return line
+
+    assert error("database", config, tmp_path / "out").endswith(
+        "3 row(s) of 'visit' have a 'patient_id' absent from patient.p_id (e.g. [999]); fix the "
+        "data, or drop them: links: - {parent: patient, child: visit, foreign_key: patient_id, "
+        "drop_orphans: true}")
+    config.write_text(config.read_text().replace("foreign_key: patient_id}",
+                                                 "foreign_key: patient_id, drop_orphans: true}"))
+    assert error("database", config, tmp_path / "out", "--k", "60").endswith(
+        "table 'doctor' has 50 rows: k = 60 must satisfy 2 <= k < 50; give the table its own "
+        "k, e.g. tables: {doctor: {k: 12}}")
+
+    url = f"sqlite:///{tmp_path / 'hospital.db'}"
+    ga.avatarize_database(load_hospital_database(), k=5, seed=0).to_sql(url)
+    assert error("database", url, tmp_path / "out", "--k", "60").endswith(
+        "k = 60 must satisfy 2 <= k < 50; lower --k, or give the table its own k in a YAML "
+        "file (tables: {doctor: {k: 12}}, see gpu_avatar.relational.config)")
+    keyless = f"sqlite:///{tmp_path / 'keyless.db'}"
+    pd.DataFrame({"code": ["a", "b"], "v": [1.0, 2.0]}).to_sql(
+        "t", sqlite3.connect(tmp_path / "keyless.db"), index=False)
+    assert error("database", keyless, tmp_path / "out").endswith(
+        "table 't' has no primary key; name a column of unique values with --primary-key "
+        "t=COLUMN, or leave the table out with --tables")
+    config.write_text(f"url: {keyless}\n")
+    assert error("database", config, tmp_path / "out").endswith(
+        "table 't' has no primary key; name a column of unique values with tables: {t: "
+        "{primary_key: COLUMN}}, or leave the table out with include: [...]")
 
 
 def test_debug_shows_the_traceback(tmp_path):

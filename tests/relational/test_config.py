@@ -42,7 +42,7 @@ def body(patient: str = "", visit: str = "", link: str = "", top: str = "") -> s
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        (dict(visit=", k: 0"), r"db.yaml: overrides\['visit'\]: k = 0 is out of range"),
+        (dict(visit=", k: 0"), r"db.yaml: tables.visit: k = 0 is out of range"),
         (dict(patient=", individual_level: 'no'"),
          r"db.yaml: table 'patient': individual_level must be True or False, got 'no'"),
         (dict(patient=", types: {nope: categorical}"),
@@ -51,6 +51,12 @@ def body(patient: str = "", visit: str = "", link: str = "", top: str = "") -> s
          r"db.yaml: links\[0\]: link patient->visit: drop_orphans must be True or False"),
         (dict(link=", parent_key: visit_id"),
          r"db.yaml: links\[0\]: link patient->visit: 'visit_id' is not the primary key"),
+        (dict(link=", method: time_series"),  # fixes in YAML words, not Python's
+         r"db.yaml: links\[0\]: link patient->visit: table 'visit': a time-series table needs "
+         r"its time column; give its tables entry time: COLUMN$"),
+        (dict(link=", n_points: 5"), r"db.yaml: links\[0\]: link patient->visit: n_points, "
+         r"n_components and projection go with time series; method: time_series$"),
+        (dict(top="no_links: 'yes'"), r"db.yaml: no_links must be True or False, got 'yes'"),
         (dict(top="assignment_block_size: abc"),
          r"db.yaml: assignment_block_size must be an integer, got 'abc'"),
         (dict(top="assignment_block_size: 0"),

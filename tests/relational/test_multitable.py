@@ -598,6 +598,42 @@ def test_orphans_are_counted_and_shown():
         ga.avatarize_database(small_database(parent, child), k=3, seed=0)
     assert "e.g. [999, 998]" in str(error.value)
     assert "drop_orphans=True" in str(error.value)
+    for entry in ("cli", "yaml"):  # the fix in the words of the command line, a YAML file
+        assert "drop_orphans=True" not in error.value.worded(entry)
+        assert ("links: - {parent: parent, child: child, foreign_key: pid, drop_orphans: true}"
+                in error.value.worded(entry))
+
+
+@pytest.mark.parametrize("keys", ["text", "category"])
+def test_text_keys_against_number_keys_are_a_type_mismatch_not_orphans(keys):
+    parent, child = small_tables()
+    child["pid"] = child["pid"].astype(str).astype(keys if keys == "category" else object)
+    with pytest.raises(ga.FixableError, match=r"link parent->child: child.pid holds text "
+                       r"\(e.g. '1\d\d'\) but parent.pid holds numbers, so no value can match "
+                       r"\(a type mismatch, not orphans\); cast the column") as error:
+        ga.avatarize_database(small_database(parent, child), k=3, seed=0)
+    assert "orphan" not in error.value.worded("yaml").replace("not orphans", "")
+    assert "write child.pid as numbers, like parent.pid, in its file" in error.value.worded(
+        "yaml")
+    child["pid"] = child["pid"].astype(int)  # the fix
+    assert ga.avatarize_database(small_database(parent, child), k=3, seed=0).links[
+        0].referential_integrity == 100.0
+    parent["pid"] = pd.to_datetime(parent["pid"], unit="D")  # dates against numbers
+    with pytest.raises(ga.FixableError, match="child.pid holds numbers .* holds dates"):
+        ga.avatarize_database(small_database(parent, child), k=3, seed=0)
+
+
+def test_errors_while_a_database_is_avatarized_name_the_table():
+    parent, child = small_tables()
+    child["note"] = ["x", "y", "z"] * 20
+    db = small_database(parent, child)
+    db.tables["child"].types["note"] = "continuous"  # a text column declared continuous
+    with pytest.raises(AvatarError, match=r"^table 'child': column 'note' is declared "
+                       "continuous but 'x' does not read as a number"):
+        ga.avatarize_database(db, k=3, seed=0)
+    child["note"] = None  # a column without a value
+    with pytest.raises(AvatarError, match=r"^table 'child': column\(s\) \['note'\] have no "):
+        ga.avatarize_database(small_database(parent, child), k=3, seed=0)
 
 
 @pytest.mark.parametrize("method", ["linear_sum_assignment", "minimum_distance", "original_order"])
@@ -707,8 +743,13 @@ def test_k_must_be_below_every_tables_row_count_and_may_be_per_table():
     result = ga.avatarize_database(db, k=30, ncp=2, seed=0, overrides={"parent": {"k": 4}})
     assert result.table_results["parent"].parameters.k == 4
     assert result.table_results["child"].parameters.k == 30
-    with pytest.raises(AvatarError, match=r"'parent' has 20 rows.*overrides=\{'parent': \{'k': 5"):
+    with pytest.raises(AvatarError, match=r"'parent' has 20 rows.*overrides=\{'parent': \{'k': 5"
+                       ) as error:
         ga.avatarize_database(db, k=30, seed=0)
+    assert error.value.worded("yaml").endswith("give the table its own k, e.g. tables: "
+                                               "{parent: {k: 5}}")
+    assert "lower --k, or give the table its own k in a YAML file (tables: {parent: {k: 5}}" \
+        in error.value.worded("cli")
     with pytest.raises(AvatarError, match="unknown table.*'ghost'"):
         ga.avatarize_database(db, k=4, seed=0, overrides={"ghost": {"k": 3}})
     with pytest.raises(AvatarError, match="'child' has 60 rows: k = 60"):

@@ -17,7 +17,9 @@ from cli_helpers import run_cli
 from databases import HOSPITAL_DDL, HOSPITAL_TABLES, bundled, clinic_tables, write_sqlite
 
 import gpu_avatar as ga
+from gpu_avatar.cli import main as cli_main
 from gpu_avatar.encoding import detect_kind
+from gpu_avatar.relational.config import load_database_config
 from gpu_avatar.sql.connection import parse_url
 
 PASSWORD = "ga-test-password"  # .ci/postgres's
@@ -626,3 +628,208 @@ def test_a_yaml_url_reads_the_database_with_its_settings(hospital_sqlite, tmp_pa
     methods = {(lk.child, lk.foreign_key): lk.method for lk in config.database.links}
     assert methods == {("visit", "doctor_id"): "minimum_distance",
                        ("visit", "patient_id"): "linear_sum_assignment"}
+
+
+# ------------------------------------------------------------- text, identities, links, URLs
+def _sqlite(path, script: str) -> str:
+    with sqlite3.connect(path) as connection:
+        connection.executescript(script)
+    return f"sqlite:///{path}"
+
+
+def test_dates_stored_as_text_are_read_by_the_shared_rules(tmp_path):
+    # the first chunk alone (01/02, 03/04) reads either way: the column as a whole decides
+    url = _sqlite(tmp_path / "d.db", """
+        CREATE TABLE t (i INTEGER PRIMARY KEY, born DATE, seen DATE, at TIMESTAMP, x REAL);
+        INSERT INTO t VALUES
+          (1, '01/02/1980', '1980-01-01 13:45', '2024-03-30T10:00:00+01:00', 1.5),
+          (2, '03/04/1981', '1980-01-02', '2024-03-31T10:00:00+02:00', 2.5),
+          (3, '31/12/1980', NULL, '2024-10-27T01:30:00+02:00', 3.5),
+          (4, NULL, '1980-01-03 08:00', '2024-10-27T02:30:00+01:00', 4.5),
+          (5, '15/06/1979', '1980-01-04', NULL, 5.5);""")
+    data = ga.Database.from_sql(url).tables["t"].data
+    pd.testing.assert_frame_equal(ga.Database.from_sql(url, chunk_rows=2).tables["t"].data, data)
+    assert data["born"].tolist()[:3] == [pd.Timestamp("1980-02-01"), pd.Timestamp("1981-04-03"),
+                                         pd.Timestamp("1980-12-31")]
+    assert data["seen"][0] == pd.Timestamp("1980-01-01 13:45") and data["seen"].isna().sum() == 1
+    # offsets that change with daylight saving: one instant each, in UTC
+    assert str(data["at"].dt.tz) == "UTC"
+    assert data["at"][:4].tolist() == [pd.Timestamp(t, tz="UTC") for t in (
+        "2024-03-30 09:00", "2024-03-31 08:00", "2024-10-26 23:30", "2024-10-27 01:30")]
+    result = _avatarize(ga.Database.from_sql(url), k=2)
+    assert pd.api.types.is_datetime64_any_dtype(result.tables["t"]["born"])
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    result.to_sql(target)
+    born = ga.Database.from_sql(target).tables["t"].data["born"].dropna()  # written as dates
+    assert born.between(data["born"].min(), data["born"].max()).all() and len(born)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ("'31/12/1980', 'unknown'", r"column t.born holds 'unknown', which does not read as a "
+                                    "date"),
+        ("'1980-12-31', 19800101", r"column t.born holds 19800101, which is not a date"),
+        ("'01/02/1980', '03/04/1980'", r"column t.born: dates such as '01/02/1980' read both "
+                                       "day first and month first"),
+    ],
+)
+def test_dates_no_reading_reads_are_refused_naming_the_column(tmp_path, capsys, values,
+                                                                message):
+    url = _sqlite(tmp_path / "d.db", "CREATE TABLE t (i INTEGER PRIMARY KEY, born DATE); "
+                  f"INSERT INTO t (born) VALUES ({values.replace(', ', '), (')});")
+    with pytest.raises(ga.AvatarError, match=message):
+        ga.Database.from_sql(url)
+    assert cli_main(["database", url, str(tmp_path / "out")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("gpu-avatar: error: column t.born") and "unexpected" not in error
+
+
+def test_postgres_zoned_timestamps_across_daylight_saving_are_utc_instants(postgres_database):
+    url = postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:  # the server gives +01 in winter, +02 in summer
+        connection.exec_driver_sql(
+            f"ALTER DATABASE \"{parse_url(url).database}\" SET timezone TO 'Europe/Paris'")
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE TABLE t (i INTEGER PRIMARY KEY, at TIMESTAMP WITH TIME ZONE, born DATE);"
+            "INSERT INTO t VALUES (1, '2024-03-30 09:00Z', '1980-12-31'),"
+            "(2, '2024-03-31 08:00Z', NULL), (3, '2024-10-27 01:30Z', '1981-01-01'),"
+            "(4, NULL, '1979-06-15')")
+    engine.dispose()
+    data = ga.Database.from_sql(url, chunk_rows=2).tables["t"].data
+    assert str(data["at"].dt.tz) == "UTC"
+    assert data["at"][:3].tolist() == [pd.Timestamp(t, tz="UTC") for t in (
+        "2024-03-30 09:00", "2024-03-31 08:00", "2024-10-27 01:30")]
+    assert data["born"].dt.tz is None and data["born"][0] == pd.Timestamp("1980-12-31")
+
+
+PEOPLE_DDL = """
+CREATE TABLE person (id INTEGER PRIMARY KEY, email VARCHAR(40) UNIQUE, phone TEXT,
+                     age REAL NOT NULL, city TEXT NOT NULL, UNIQUE (city, age));
+CREATE UNIQUE INDEX person_phone ON person (phone);
+CREATE TABLE card (id INTEGER PRIMARY KEY, person_id INTEGER UNIQUE REFERENCES person (id),
+                   level TEXT);
+"""
+
+
+def _people(n: int = 40) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(3)
+    person = pd.DataFrame({"id": range(n), "email": [f"person{i}@mail.fr" for i in range(n)],
+                           "phone": [f"06{i:06d}" for i in range(n)],
+                           "age": rng.uniform(20, 80, n).round(1),
+                           "city": rng.choice(["Lyon", "Paris", "Nantes"], n)})
+    card = pd.DataFrame({"id": range(n), "person_id": range(n),
+                         "level": rng.choice(["gold", "silver"], n)})
+    return {"person": person, "card": card}
+
+
+def test_unique_columns_are_identifiers_with_fresh_values(tmp_path):
+    url = write_sqlite(tmp_path / "p.db", PEOPLE_DDL, _people())
+    db = ga.Database.from_sql(url)
+    # not the composite UNIQUE (city, age), nor the one-to-one foreign key
+    assert db.tables["person"].types == {"email": "identifier", "phone": "identifier"}
+    assert db.tables["card"].types == {}
+    released = _avatarize(db).tables["person"]
+    original = db.tables["person"].data
+    assert not released["email"].isin(original["email"]).any() and released["email"].is_unique
+    assert not released["phone"].isin(original["phone"]).any()
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    _avatarize(db).to_sql(target)
+    assert not ga.Database.from_sql(target).tables["person"].data["email"].isin(
+        original["email"]).any()
+    kept = ga.Database.from_sql(url, types={"person": {"email": "categorical"}})
+    assert kept.tables["person"].types == {"email": "categorical", "phone": "identifier"}
+
+
+def test_narrow_unique_columns_are_widened_in_postgres(postgres_database):
+    url, target = postgres_database(), postgres_database()
+    engine = _engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(PEOPLE_DDL.replace("phone TEXT", "phone VARCHAR(8)"))
+        for name, frame in _people().items():
+            frame.to_sql(name, connection, if_exists="append", index=False)
+    engine.dispose()
+    db = ga.Database.from_sql(url)
+    assert db.tables["person"].types == {"email": "identifier", "phone": "identifier"}
+    with pytest.warns(UserWarning, match=r"identifier 'phone' \(VARCHAR\(8\)\) is widened"):
+        _avatarize(db).to_sql(target)
+    back = ga.Database.from_sql(target).tables["person"].data
+    assert not back["phone"].isin(db.tables["person"].data["phone"]).any()
+    assert not back["email"].isin(db.tables["person"].data["email"]).any()
+
+
+EXPORT_DDL = HOSPITAL_DDL.replace(" REFERENCES patient (p_id)", "").replace(
+    " REFERENCES doctor (d_id)", "")
+
+
+def test_a_database_without_foreign_keys_is_not_released_unlinked_unawares(tmp_path, capsys):
+    url = write_sqlite(tmp_path / "export.db", EXPORT_DDL,
+                       {name: bundled(name) for name in HOSPITAL_TABLES})
+    out = tmp_path / "out"
+    assert cli_main(["database", url, str(out), "--k", "5", "--no-report"]) == 1
+    error = capsys.readouterr().err
+    assert not out.exists()
+    assert error.splitlines()[-1] == (
+        f"gpu-avatar: error: {url} has 3 tables and no link between them; declare its links "
+        "in a YAML file (suggested above), or pass --no-links to release the tables unlinked")
+    suggested = [line for line in error.splitlines() if line.startswith(("url:", "links:",
+                                                                         "  - "))]
+    assert suggested[:2] == [f"url: sqlite:///{tmp_path / 'export.db'}", "links:"]
+    assert "  - {parent: patient, child: visit, foreign_key: patient_id}  # 100% of 300" in error
+    assert "  - {parent: doctor, child: visit, foreign_key: doctor_id}  # 100% of 300" in error
+    config = tmp_path / "db.yaml"  # the lines as printed: a YAML file that links them
+    config.write_text("\n".join(suggested) + "\nk: 5\nseed: 0\n")
+    assert cli_main(["database", str(config), str(out), "--no-report"]) == 0
+    assert "patient -> visit.patient_id" in capsys.readouterr().out
+    visit, patient = pd.read_csv(out / "visit.csv"), pd.read_csv(out / "patient.csv")
+    assert visit["patient_id"].dropna().isin(patient["p_id"]).all()
+
+    assert cli_main(["database", url, str(tmp_path / "unlinked"), "--k", "5", "--no-report",
+                     "--no-links"]) == 0
+    assert sorted(p.name for p in (tmp_path / "unlinked").iterdir()) == [
+        "doctor.csv", "patient.csv", "summary.txt", "visit.csv"]
+    capsys.readouterr()
+    config.write_text(f"url: {url}\nk: 5\n")
+    assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 1
+    assert error_line(capsys).endswith(f"add its links to {config} (suggested above), or "
+                                       "no_links: true to release the tables unlinked")
+    config.write_text(f"url: {url}\nk: 5\nno_links: true\n")
+    assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 0
+    config.write_text(f"url: {url}\nno_links: true\nlinks:\n  - {{parent: patient, child: "
+                      "visit, foreign_key: patient_id}\n")
+    with pytest.raises(ga.AvatarError, match="no_links: true, yet 'links' are declared"):
+        load_database_config(config)
+
+
+def error_line(capsys) -> str:
+    return capsys.readouterr().err.splitlines()[-1]
+
+
+SECRET = ("Qx", "Zy9")  # a password's two halves, around the character that splits it
+
+
+@pytest.mark.parametrize("mark", ["/", "@", ":", "%2F", "%40", "#", "?"])
+@pytest.mark.parametrize("url", [
+    "postgresql://user:{password}@127.0.0.1:1/db",  # parses (except a raw @): cannot connect
+    "postgresql://user:{password}@host:54x/db",  # a port that is not a number
+    "my-db://user:{password}@host/db",  # a scheme SQLAlchemy does not parse
+    "postgresql:/user:{password}@host/db",  # not even a URL: taken for a YAML file name
+])
+def test_passwords_are_masked_however_they_are_spelled(tmp_path, capsys, url, mark):
+    url = url.format(password=mark.join(SECRET))
+    if url.startswith("postgresql://") and ":1/" in url and "@" not in mark:
+        with pytest.raises(ga.AvatarError, match=r"cannot connect to .*user:\*\*\*@127") as error:
+            ga.Database.from_sql(url)
+    elif url.startswith("postgresql:/u"):
+        error = None
+    else:
+        with pytest.raises(ga.AvatarError, match=r"user:\*\*\*@") as error:
+            parse_url(url)
+    if error is not None:
+        assert not any(half in str(error.value) for half in SECRET), error.value
+    assert cli_main(["database", url, str(tmp_path / "out")]) == 1
+    printed = capsys.readouterr()
+    assert not any(half in printed.out + printed.err for half in SECRET), printed.err
+    assert "user:***@" in printed.err
