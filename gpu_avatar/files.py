@@ -10,7 +10,8 @@ are Parquet. A CSV file is read as a careful analyst reads it (``read_table_file
 - decimal mark: ``.``, or ``,`` when the separator is not ``,`` and more values are written
   ``1,5`` than ``1.5``;
 - every column is read as text, then typed by ``parsing.type_text_column``: a number, a date
-  or a boolean only if every non-missing value reads so (text columns of a Parquet file too).
+  or a boolean only if every non-missing value reads so. A Parquet file is typed by its
+  writer: it is read as stored.
 
 ``sep``, ``decimal``, ``encoding`` and ``date_format`` override the detection. Avatars are
 written (``write_table``) with the input's separator, decimal mark and encoding. Every problem
@@ -23,6 +24,7 @@ import codecs
 import csv
 import gzip
 import itertools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,15 @@ import pandas as pd
 from .encoding.kinds import is_text
 from .errors import AvatarError, import_extra
 from .outputs import atomic_path
-from .parsing import DECIMAL_MARKS, TextTyping, type_text_column
+from .parsing import (
+    DECIMAL_MARKS,
+    TextTyping,
+    date_format_fixes,
+    decimal_mark,
+    non_missing_text,
+    to_datetimes,
+    type_text_column,
+)
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -125,37 +135,48 @@ def detect_encoding(path: Path) -> str:
     return "latin-1"
 
 
-def detect_separator(path: Path, encoding: str = "utf-8") -> str:
-    """The CSV separator among , ; tab | that splits every line of the head into the same
-    number (> 1) of fields, the most fields when several do; "," when none does."""
+def detect_separator(path: Path, encoding: str = "utf-8") -> tuple[str, int]:
+    """The CSV separator, and the lines before the header (Excel's ``sep=;`` line): the one
+    of , ; tab | that splits the header into the most fields (> 1) and 90 % of the head's
+    lines alike (a trailing separator allowed); for a file of one column, one that does not
+    occur. Lines split differently by every separator are refused: give ``sep``."""
     if path.name.lower().endswith((".tsv", ".tsv.gz")):
-        return "\t"
+        return "\t", 0
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
         with opener(path, "rt", encoding=encoding, errors="replace", newline="") as handle:
             lines = list(itertools.islice(handle, _SNIFF_LINES))
     except (OSError, EOFError) as error:
         raise AvatarError(f"{path}: cannot read the file ({error})") from error
+    hint = re.fullmatch(r"sep=(.)\r?\n?", lines[0]) if lines else None
+    if hint:
+        return hint.group(1), 1
     if len(lines) == _SNIFF_LINES:  # the last line may be cut inside a quoted field
         lines = lines[:-1]
-    best, most = ",", 1
+    splits = []
     for separator in SEPARATORS:
-        counts = {len(row) for row in csv.reader(lines, delimiter=separator) if row}
-        if len(counts) == 1 and (fields := counts.pop()) > most:
-            best, most = separator, fields
-    return best
+        rows = [row for row in csv.reader(lines, delimiter=separator) if row]
+        header = len(rows[0]) if rows else 0
+        if header > 1:
+            alike = sum(len(row) in (header, header + 1) for row in rows) / len(rows)
+            splits.append((alike, header, separator))
+    if not splits:  # one column
+        head = "".join(lines)
+        return next((s for s in "\t|;," if s not in head), ","), 0
+    alike, _, separator = max(splits)
+    if alike < 0.9:
+        raise AvatarError(
+            f"{path}: no separator among , ; tab | splits the first lines alike (the best, "
+            f"{separator!r}, splits {1 - alike:.0%} of them otherwise); give the separator "
+            "(--sep on the command line, sep: in YAML, sep= in Python)"
+        )
+    return separator, 0
 
 
 def detect_decimal(frame: pd.DataFrame, sep: str) -> str:
     """``,`` when the separator is not ``,`` and more cells of the first rows are written
     ``1,5`` than ``1.5``; else ``.``."""
-    if sep == ",":
-        return "."
-    cells = frame.head(_DECIMAL_SAMPLE).stack()
-    cells = cells[cells.map(lambda v: isinstance(v, str))].str.strip()
-    commas = cells.str.fullmatch(r"[+-]?\d*,\d+").sum()
-    points = cells.str.fullmatch(r"[+-]?\d*\.\d+").sum()
-    return "," if commas > points else "."
+    return "." if sep == "," else decimal_mark(frame.head(_DECIMAL_SAMPLE).stack())
 
 
 def _check_input(path: Path) -> None:
@@ -165,19 +186,13 @@ def _check_input(path: Path) -> None:
         raise AvatarError(f"{path} is a directory, not a table file")
 
 
-def _date_format_fix(column: Any) -> dict[str, str]:
-    """How to give a column's date format, per entry point."""
-    return {"python": f"date_format={{{str(column)!r}: '%d/%m/%Y'}}",
-            "cli": f"--date-format {column}=%d/%m/%Y",
-            "yaml": f"date_format: {{{column}: '%d/%m/%Y'}}"}
-
-
 def type_columns(frame: pd.DataFrame, *, decimal: str = ".",
                  date_format: str | Mapping[Any, str] | None = None,
                  where: str = "the table") -> tuple[pd.DataFrame, dict[Any, TextTyping]]:
     """``frame`` with each text column typed (``parsing.type_text_column``), and how each
-    was typed. ``date_format``: one format for every column it reads whole, or per column
-    (a value it does not read is an error)."""
+    was typed. ``date_format``: one format for every column it reads whole (before any
+    detection: it settles day/month orders), or per column (a value it does not read is an
+    error)."""
     if isinstance(date_format, Mapping):
         unknown = [c for c in date_format if c not in frame.columns]
         if unknown:
@@ -189,16 +204,16 @@ def type_columns(frame: pd.DataFrame, *, decimal: str = ".",
         if not is_text(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
             typed[column] = values
             continue
-        forced = date_format.get(column) if isinstance(date_format, Mapping) else None
-        fix = _date_format_fix(column)  # for dates that read in both day/month orders
+        if isinstance(date_format, Mapping):
+            forced = date_format.get(column)
+        else:
+            text = non_missing_text(values)
+            reads = date_format is not None and len(text) and to_datetimes(
+                text, date_format).notna().all()
+            forced = date_format if reads else None
         typing = type_text_column(values, decimal=decimal, date_format=forced,
-                                  where=f"{where}: column {column!r}", fix=fix)
-        if typing.kind == "text" and isinstance(date_format, str):
-            try:
-                typing = type_text_column(values, decimal=decimal, date_format=date_format,
-                                          where="", fix="")
-            except AvatarError:
-                pass  # the one format does not read this column: it keeps its own typing
+                                  where=f"{where}: column {column!r}",
+                                  fix=date_format_fixes(column))
         typed[column], typings[column] = typing.values, typing
     return pd.DataFrame(typed, index=frame.index, columns=frame.columns), typings
 
@@ -221,13 +236,11 @@ def read_table_file(
         raise AvatarError(f"decimal must be one of {DECIMAL_MARKS}, got {decimal!r}")
     if kind == "parquet":
         pyarrow = import_extra("pyarrow", "parquet", "reading Parquet files")
-        try:
-            raw = pd.read_parquet(path, engine="pyarrow")
+        try:  # typed by its writer: a text column is text ("75001" stays a code)
+            frame = pd.read_parquet(path, engine="pyarrow")
         except (pyarrow.ArrowException, OSError) as error:
             raise AvatarError(f"{path}: not a readable Parquet file ({error})") from error
-        frame, typings = type_columns(raw, decimal=decimal or ".", date_format=date_format,
-                                      where=str(path))
-        return TableFile(frame, path, kind, decimal=decimal or ".", typings=typings)
+        return TableFile(frame, path, kind)
     if encoding is None:
         encoding = detect_encoding(path)
     else:
@@ -236,9 +249,10 @@ def read_table_file(
         except LookupError:
             raise AvatarError(f"encoding {encoding!r} is not a known text encoding (e.g. "
                               "utf-8, cp1252, latin-1)") from None
-    sep = sep or detect_separator(path, encoding)
-    try:
-        raw = pd.read_csv(path, sep=sep, encoding=encoding, dtype=str)
+    sep, skip = (sep, 0) if sep else detect_separator(path, encoding)
+    try:  # index_col=False: a trailing separator never turns the first column into an index
+        raw = pd.read_csv(path, sep=sep, encoding=encoding, dtype=str, skiprows=skip,
+                          index_col=False)
     except pd.errors.EmptyDataError as error:
         raise AvatarError(f"{path}: the file is empty") from error
     except pd.errors.ParserError as error:
@@ -266,7 +280,7 @@ def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None 
 def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
                 decimal: str = ".", encoding: str | None = None) -> Path:
     """Write ``df`` (without its index) as CSV or Parquet, from the file name; a CSV with
-    ``sep`` (default: tab for .tsv, else ","), ``decimal`` and ``encoding`` (default UTF-8).
+    ``sep`` (default ","; a .tsv file: tab), ``decimal`` and ``encoding`` (default UTF-8).
     The file appears whole or not at all (``outputs.atomic_path``)."""
     path = Path(path)
     kind = table_format(path)
@@ -277,7 +291,7 @@ def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
             df.to_parquet(temporary, index=False, engine="pyarrow")
         else:  # separator and compression from the name, not the temporary's
             name = path.name.lower()
-            if sep is None:
+            if name.endswith((".tsv", ".tsv.gz")) or sep is None:
                 sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
             df.to_csv(temporary, index=False, sep=sep, decimal=decimal,
                       encoding=encoding or "utf-8",

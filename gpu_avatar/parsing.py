@@ -6,9 +6,10 @@ A column becomes a number, a date or a boolean only if EVERY non-missing value p
 otherwise it stays text, and ``TextTyping.stopped`` keeps a value that stopped it. pandas does
 the parsing (``to_numeric``, ``to_datetime``); this module only chooses the reading:
 
-- numbers: ``.`` or ``,`` as the decimal mark, thousands grouped by the other mark, a space,
-  a no-break space or ``'`` (``1 234,5``, ``1,234.5``); codes with a leading zero (``007``,
-  ``01234``) stay text, as a careful analyst keeps them;
+- numbers: ``.`` or ``,`` as the decimal mark (``decimal_mark``), thousands grouped by the
+  other mark, a space, a no-break space or ``'`` (``1 234,5``, ``1,234.5``); codes with a
+  leading zero (``007``, ``01234``) and integers of 16 digits or more (beyond float64's exact
+  integers) stay text, as a careful analyst keeps them;
 - dates: ISO 8601 (``1968-01-10``, ``1980-01-01 13:45``, with or without a UTC offset), day
   first (``10/01/1968``, ``10-01-1968``, ``10.01.1968``) or month first (``01/10/1968``), with
   or without a time. A column that reads both day first and month first (every day <= 12) is
@@ -32,14 +33,18 @@ from .errors import AvatarError, FixableError
 
 DECIMAL_MARKS = (".", ",")
 ISO = "ISO8601"  # pandas' own reading of every ISO 8601 form
-_TIMES = ("", " %H:%M", " %H:%M:%S", " %H:%M:%S.%f", "T%H:%M", "T%H:%M:%S")
+_TIMES = {  # a time of day after a date: its format, and how it looks
+    "": "", " %H:%M": r" \d{1,2}:\d{2}", " %H:%M:%S": r" \d{1,2}:\d{2}:\d{2}",
+    " %H:%M:%S.%f": r" \d{1,2}:\d{2}:\d{2}\.\d{1,6}", "T%H:%M": r"T\d{1,2}:\d{2}",
+    "T%H:%M:%S": r"T\d{1,2}:\d{2}:\d{2}",
+}
 _DAY_FIRST = tuple(f"%d{s}%m{s}%Y" for s in "/-.")
 _MONTH_FIRST = tuple(f"%m{s}%d{s}%Y" for s in "/-")
 DATE_ORDERS = {"day first": _DAY_FIRST, "month first": _MONTH_FIRST}
 _GROUPING = "[ \u00a0\u202f']"  # thousands marks besides the other decimal mark
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 _BOOLEANS = {"true": True, "false": False}
-_SAMPLE = 2000  # values tried first: most text columns are ruled out on them
+SAMPLE = 2000  # values tried first: most text columns are ruled out on them
 
 
 def non_missing_text(values: pd.Series) -> pd.Series:
@@ -60,7 +65,7 @@ def by_value(parse: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
 
     @functools.wraps(parse)
     def parse_distinct(text: pd.Series, *args: Any) -> pd.Series:
-        head = text.iloc[:_SAMPLE]
+        head = text.iloc[:SAMPLE]
         if head.nunique() > len(head) // 2:  # mostly distinct: factorizing would not pay
             return parse(text, *args)
         codes, uniques = pd.factorize(text)
@@ -71,6 +76,26 @@ def by_value(parse: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
 
 
 # ------------------------------------------------------------------------- numbers
+def decimal_mark(cells: pd.Series) -> str:
+    """``,`` when more of ``cells`` (text) are written ``1,5`` than ``1.5``; else ``.``."""
+    cells = cells.astype(str).str.strip()
+    commas = int(cells.str.fullmatch(r"[+-]?\d*,\d+").sum())
+    points = int(cells.str.fullmatch(r"[+-]?\d*\.\d+").sum())
+    return "," if commas > points else "."
+
+
+def date_format_fixes(column: Any, declared: bool = False) -> dict[str, str]:
+    """How to give a column's date format, per entry point: as a reading option, or as a
+    declared kind (``declared``)."""
+    if declared:
+        return {"python": f"types={{{str(column)!r}: 'datetime:%d/%m/%Y'}}",
+                "cli": f"--types {column}=datetime:%d/%m/%Y",
+                "yaml": f"types: {{{column}: 'datetime:%d/%m/%Y'}}"}
+    return {"python": f"date_format={{{str(column)!r}: '%d/%m/%Y'}}",
+            "cli": f"--date-format {column}=%d/%m/%Y",
+            "yaml": f"date_format: {{{column}: '%d/%m/%Y'}}"}
+
+
 @by_value
 def to_numbers(text: pd.Series, decimal: str = ".") -> pd.Series:
     """``text`` (non-missing, stripped) as float64; missing where a value is not a number:
@@ -91,21 +116,23 @@ def to_numbers(text: pd.Series, decimal: str = ".") -> pd.Series:
             rf"{other}|{_GROUPING}", "", regex=True).str.replace(",", ".", regex=False)
         numbers[failed] = pd.to_numeric(retried, errors="coerce").to_numpy(np.float64)
     codes = text.str.match(_LEADING_ZERO.pattern) & ~text.str.match(r"^[+-]?0[.,]")
-    return numbers.mask(codes.to_numpy() | np.isinf(numbers.to_numpy()))
+    long_integers = text.str.fullmatch(r"[+-]?\d{16,}")  # beyond float64's exact integers
+    return numbers.mask((codes | long_integers).to_numpy() | np.isinf(numbers.to_numpy()))
 
 
 # --------------------------------------------------------------------------- dates
 def _parse_with(text: pd.Series, formats: tuple[str, ...]) -> pd.Series:
-    """Each value read by the first of ``formats`` (with or without a time) that reads it
-    (NaT if none); each format is tried on the values still unread."""
+    """Each value read by the one of ``formats`` written with its separator and its time of
+    day (NaT if it does not read): one parse per shape present, not per format."""
     out = pd.Series(pd.NaT, index=text.index, dtype="datetime64[us]")
-    for date_format in formats:
-        for time in _TIMES:
-            unread = out.isna().to_numpy()
-            if not unread.any():
-                return out
-            parsed = pd.to_datetime(text[unread], format=date_format + time, errors="coerce")
-            out[unread] = parsed.to_numpy()
+    shape = text.str.extract(r"^\d{1,4}(?P<sep>[-/.])\d{1,2}[-/.]\d{1,4}(?P<time>.*)$")
+    for time, pattern in _TIMES.items():
+        timed = shape["time"].str.fullmatch(pattern).fillna(False).to_numpy(bool)
+        for date_format in formats:
+            rows = timed & (shape["sep"] == date_format[2]).to_numpy()
+            if rows.any():
+                parsed = pd.to_datetime(text[rows], format=date_format + time, errors="coerce")
+                out[rows] = parsed.to_numpy()
     return out
 
 
@@ -193,7 +220,7 @@ def type_text_column(
     if lowered.isin(list(_BOOLEANS)).all():
         booleans = _placed(values, lowered.map(_BOOLEANS).astype(bool), boolean=True)
         return TextTyping("boolean", booleans)
-    sample = text.iloc[:_SAMPLE]
+    sample = text.iloc[:SAMPLE]
     numbers = to_numbers(sample, decimal)
     if numbers.notna().all():
         numbers = to_numbers(text, decimal)

@@ -101,14 +101,35 @@ def test_a_column_becomes_numbers_or_dates_only_if_every_value_reads(tmp_path):
     assert frame["flag"].tolist()[:2] == [True, False] and pd.isna(frame["flag"].iloc[2])
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("a,b\n1,2,\n3,4,\n", {"a": [1, 3], "b": [2, 4]}),  # a trailing separator
+    ("a;b\n1,5;2;\n3;4\n", {"a": [1.5, 3.0], "b": [2, 4]}),
+    ("weight\n70,5\n80,25\n", {"weight": [70.5, 80.25]}),  # one column, decimal commas
+    ("sep=;\na;b\n1,5;x\n", {"a": [1.5], "b": ["x"]}),  # Excel's separator line
+    ("nir;x\n12345678901234567890;1\n", {"nir": ["12345678901234567890"], "x": [1]}),
+])
+def test_what_exports_really_hold_is_read_without_losing_a_value(tmp_path, text, expected):
+    path = tmp_path / "t.csv"
+    path.write_text(text, encoding="utf-8")
+    assert ga.read_table(path).to_dict("list") == expected
+
+
+def test_lines_no_separator_splits_alike_are_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n3,4,5,6\n7\n8,9\n", encoding="utf-8")
+    with pytest.raises(ga.AvatarError, match="give the separator"):
+        ga.read_table(path)
+
+
 def test_an_ambiguous_date_column_is_refused_with_the_fix(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("d,x\n03/04/2001,1.5\n05/06/2002,2.5\n", encoding="utf-8")
     with pytest.raises(ga.AvatarError, match=r"read both day first and month first.*"
                        r"date_format=\{'d': '%d/%m/%Y'\}"):
         ga.read_table(path)
-    read = ga.read_table(path, date_format={"d": "%d/%m/%Y"})
-    assert read["d"].tolist() == [pd.Timestamp("2001-04-03"), pd.Timestamp("2002-06-05")]
+    for date_format in ({"d": "%d/%m/%Y"}, "%d/%m/%Y"):  # for the column, or for every one
+        read = ga.read_table(path, date_format=date_format)
+        assert read["d"].tolist() == [pd.Timestamp("2001-04-03"), pd.Timestamp("2002-06-05")]
     assert main(["advise", str(path), "--quiet"]) == 1  # refused from the command line too
 
 
@@ -146,6 +167,25 @@ def test_undeclared_identifying_columns_are_refused_before_any_work(export):
     assert "'birth'" not in message and "'prénom'" not in message
 
 
+def test_names_repeated_over_a_persons_rows_are_refused():
+    """Several rows per person: no value is alone, yet names are as varied as people."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"name": [f"{a} {b}" for a in "ABCDEFGH" for b in "abcde"] * 3,
+                       "dose": rng.normal(10, 2, 120)})
+    with pytest.raises(ga.IdentifyingColumnsError, match="'name': 40 distinct texts in 120"):
+        ga.avatarize(df, k=5, seed=0)
+
+
+def test_a_whole_number_measurement_is_released_knowingly_as_continuous():
+    aids, _ = load_aids()
+    df = aids[["cd420", "wtkg", "gender"]].drop_duplicates("cd420").iloc[:60]  # a lab count
+    with pytest.raises(ga.IdentifyingColumnsError) as raised:
+        ga.avatarize(df, k=5, seed=0)
+    assert "as a measurement, types={'cd420': 'continuous'}" in str(raised.value)
+    result = ga.avatarize(df, k=5, seed=0, types={"cd420": "continuous"})
+    assert [c.column for c in result.knowingly_released] == ["cd420"]
+
+
 def test_identifying_values_are_recognised_by_their_shape():
     n = 40
     df = pd.DataFrame({
@@ -162,8 +202,8 @@ def test_identifying_values_are_recognised_by_their_shape():
 
 def test_a_category_most_people_hold_alone_is_refused_and_can_be_released_knowingly():
     rng = np.random.default_rng(1)
-    df = pd.DataFrame({"site": [f"S{i}" for i in range(30)] + ["S0"] * 10,
-                       "x": rng.normal(size=40)})
+    sites = pd.Categorical([f"S{i}" for i in range(30)] + ["S0"] * 10)  # a category dtype
+    df = pd.DataFrame({"site": sites, "x": rng.normal(size=40)})
     with pytest.raises(ga.IdentifyingColumnsError, match="29 of 40 rows hold a value no other"):
         ga.avatarize(df, k=5, seed=0)
     result = ga.avatarize(df, k=5, seed=0, types={"site": "categorical"})

@@ -6,6 +6,8 @@ A column lets a person be found when it is:
 
 - a text or whole-number column with a distinct value for (nearly) every row (at least
   ``DISTINCT_SHARE`` of ``MIN_ROWS`` or more non-missing values);
+- a text column with at least ``MIN_ROWS`` distinct values, a ``TEXT_DISTINCT_SHARE`` of its
+  rows: names, addresses and free text where a person has several rows (visits, stays);
 - a text column whose values look like direct identifiers (``PATTERNS``: e-mail, phone
   number, French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample;
 - a categorical column where most rows (over ``SINGLETON_SHARE`` of all rows, missing
@@ -28,9 +30,10 @@ import pandas as pd
 
 from ..errors import AvatarError, FixableError
 from ..parsing import type_text_column
-from .kinds import CATEGORICAL, IDENTIFIER, detect_kind, is_number, is_text
+from .kinds import CATEGORICAL, CONTINUOUS, IDENTIFIER, detect_kind, is_number, is_text
 
 DISTINCT_SHARE = 0.95
+TEXT_DISTINCT_SHARE = 0.2  # text this varied: names, addresses, free text (rows per person)
 MIN_ROWS = 20  # below, distinct numbers say little (ten ages are often all distinct)
 SINGLETON_SHARE = 0.5
 PATTERN_SHARE = 0.9
@@ -56,6 +59,7 @@ class IdentifyingColumn:
     column: Any
     reason: str
     table: str | None = None
+    numeric: bool = False  # released knowingly as continuous (a measurement), else categorical
 
     @property
     def name(self) -> str:
@@ -97,6 +101,9 @@ def column_reason(series: pd.Series) -> str | None:
     if text or (is_number(series.dtype) and _is_whole(present)):
         if n >= MIN_ROWS and len(counts) >= DISTINCT_SHARE * n:
             return f"a distinct value in {len(counts):,} of {n:,} rows"
+    if text and len(counts) >= max(MIN_ROWS, TEXT_DISTINCT_SHARE * n):
+        return (f"{len(counts):,} distinct texts in {n:,} rows, as names, addresses or free "
+                "text have when a person has several rows")
     if detect_kind(series) == CATEGORICAL:  # over every row: a missing cell is shared
         alone = int((counts == 1).sum())
         if alone > SINGLETON_SHARE * len(series):
@@ -124,7 +131,7 @@ def identifying_columns(df: pd.DataFrame, types: Mapping[Any, str] | None = None
         if types.get(column) != IDENTIFIER and (reason := column_reason(series)) is not None:
             if column not in types and is_text(series.dtype):
                 reason += _typing_hint(series)
-            found.append(IdentifyingColumn(column, reason, table))
+            found.append(IdentifyingColumn(column, reason, table, is_number(series.dtype)))
     return found
 
 
@@ -135,7 +142,7 @@ class IdentifyingColumnsError(FixableError):
     @classmethod
     def of(cls, found: list[IdentifyingColumn]) -> IdentifyingColumnsError:
         lines = "; ".join(f"{c.name}: {c.reason}" for c in found)
-        problem = (f"{len(found)} column(s) would let a person be found and are not declared "
+        problem = (f"{len(found)} column(s) could identify a person and are not declared "
                    f"({lines}). Nothing was released")
         return cls(problem, {
             entry: "for each, declare it " + _fixes(found, entry) for entry in _DROP
@@ -156,20 +163,26 @@ def _declaration(entry: str, columns: list[Any], kind: str) -> str:
 
 
 def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
-    """``identifier`` (fresh values), dropped, or ``categorical`` (released knowingly)."""
-    per_table: dict[str | None, list[Any]] = {}
-    for column in found:
-        per_table.setdefault(column.table, []).append(column.column)
+    """``identifier`` (fresh values), dropped, or released knowingly: ``continuous`` for a
+    number (a measurement: avatars get barycentres), ``categorical`` for text."""
 
-    def declared(kind: str) -> str:  # a database's tables: in its YAML file (url: or path:)
-        return "; ".join(
-            _declaration(entry, columns, kind) if table is None else
-            _declaration("yaml" if entry == "cli" else entry, columns, kind)
+    def declared(columns: list[IdentifyingColumn], kind: str) -> str:
+        per_table: dict[str | None, list[Any]] = {}
+        for column in columns:
+            per_table.setdefault(column.table, []).append(column.column)
+        return "; ".join(  # a database's tables: in its YAML file (url: or path:)
+            _declaration(entry, names, kind) if table is None else
+            _declaration("yaml" if entry == "cli" else entry, names, kind)
             + f" for table {table!r}" + (" in a YAML file" if entry == "cli" else "")
-            for table, columns in per_table.items())
+            for table, names in per_table.items())
 
-    return (f"an identifier to give it fresh values, {declared(IDENTIFIER)}; or drop it "
-            f"({_DROP[entry]}); or release its values knowingly, {declared(CATEGORICAL)}")
+    numbers = [c for c in found if c.numeric]
+    texts = [c for c in found if not c.numeric]
+    knowingly = [f"a measurement, {declared(numbers, CONTINUOUS)}"] if numbers else []
+    knowingly += [f"text, {declared(texts, CATEGORICAL)}"] if texts else []
+    return (f"an identifier to give it fresh values, {declared(found, IDENTIFIER)}; or drop it "
+            f"({_DROP[entry]}); or release its values knowingly, as "
+            + " and as ".join(knowingly))
 
 
 def refuse_undeclared(df: pd.DataFrame, types: Mapping[Any, str] | None,

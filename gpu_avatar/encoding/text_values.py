@@ -15,10 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import AvatarError
+from ..errors import AvatarError, FixableError
 from ..parameters import date_format_of, is_datetime_kind
 from ..parsing import (
     ISO,
+    SAMPLE,
+    date_format_fixes,
+    decimal_mark,
     detect_date_reading,
     first_failure,
     non_missing_text,
@@ -39,7 +42,7 @@ class TextValues:
     column: Any
     reading: str
     decimal: str = "."
-    decimals: int = 0
+    decimals: int | None = 0  # None: as many as float64 holds (scientific notation)
     date_format: str | None = None
     times: int = 0  # dates: 0 none, 1 hours and minutes, 2 with seconds
 
@@ -50,23 +53,20 @@ class TextValues:
         text = non_missing_text(series)
         where = f"column {series.name!r}"
         if is_datetime_kind(kind):
-            reading = date_format_of(kind) or detect_date_reading(text, where, {
-                "python": f"types={{{series.name!r}: 'datetime:%d/%m/%Y'}}",
-                "cli": f"--types {series.name}=datetime:%d/%m/%Y",
-                "yaml": f"types: {{{series.name}: 'datetime:%d/%m/%Y'}}",
-            })
+            fixes = date_format_fixes(series.name, declared=True)
+            reading = date_format_of(kind) or detect_date_reading(text, where, fixes)
             if reading is None:
-                example = text.iloc[0] if len(text) else None
-                raise AvatarError(
-                    f"{where} is declared datetime but {example!r} is not a date in ISO 8601 "
-                    f"or day/month/year order; give its format, types={{{series.name!r}: "
-                    "'datetime:%d/%m/%Y'}} (strptime codes)"
+                unread = to_datetimes(text, ISO).isna() & to_datetimes(text, "day first").isna()
+                raise FixableError(
+                    f"{where} is declared datetime but {text[unread.to_numpy()].iloc[0]!r} is "
+                    "not a date in ISO 8601 or day/month/year order",
+                    {entry: f"give its format (strptime codes), {fix}"
+                     for entry, fix in fixes.items()},
                 )
             given = date_format_of(kind)
             times = 0 if given is None else (2 if "%S" in given else int("%H" in given))
             return cls(series.name, reading, date_format=given, times=times)
-        decimal = "," if to_numbers(text.iloc[:1000], ".").isna().any() else "."
-        return cls(series.name, "number", decimal=decimal)
+        return cls(series.name, "number", decimal=decimal_mark(text.iloc[:SAMPLE]))
 
     @property
     def is_date(self) -> bool:
@@ -81,7 +81,7 @@ class TextValues:
         if failed is not None:
             what = (f"a date ({self.reading})" if self.is_date else
                     f"a number (decimal mark {self.decimal!r})")
-            dates = not self.is_date and to_datetimes(text.iloc[:1000]).notna().all()
+            dates = not self.is_date and to_datetimes(text.iloc[:SAMPLE]).notna().all()
             instead = "'datetime'" if dates else "'categorical'"
             raise AvatarError(
                 f"column {self.column!r} is declared {'datetime' if self.is_date else 'continuous'}"
@@ -98,7 +98,9 @@ class TextValues:
                              + int(text.str.count(":").ge(2).any()))
         else:
             digits = text.str.extract(rf"{re.escape(self.decimal)}(\d+)$", expand=False)
-            if digits.notna().any():
+            if text.str.contains("[eE]").any():  # scientific notation: written as read
+                self.decimals = None
+            elif digits.notna().any() and self.decimals is not None:
                 self.decimals = max(self.decimals, int(digits.str.len().max()))
         if self.is_date and self.date_format is None and len(text):
             self.date_format = _written_format(text.iloc[0], self.reading, self.times)
@@ -122,8 +124,11 @@ class TextValues:
             times = pd.to_datetime(seconds.astype(np.int64), unit="s")
             written = pd.Series(times.strftime(self.date_format), dtype=object)
         else:
-            rounded = np.round(values, self.decimals)
-            written = pd.Series([f"{v:.{self.decimals}f}" for v in rounded], dtype=object)
+            if self.decimals is None:  # the shortest text that reads back as the value
+                written = pd.Series(values).map(lambda v: repr(float(v))).astype(object)
+            else:
+                written = pd.Series(np.char.mod(f"%.{self.decimals}f",
+                                                np.round(values, self.decimals)), dtype=object)
             if self.decimal != ".":
                 written = written.str.replace(".", self.decimal, regex=False)
         if mask is not None:

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..encoding import CATEGORICAL, IDENTIFIER, IdentifierValues, TableEncoder, detect_kind
 from ..encoding.identifying import IdentifyingColumn, refuse_undeclared
 from ..errors import AvatarError
 from ..pipeline.batches import CoveringScan
-from .source import ParquetSource, _pyarrow, frame_dtypes, to_frame
+from .source import CHUNK_ROWS, ParquetSource, _pyarrow, frame_dtypes, to_frame
 
 
 @dataclass
@@ -39,6 +40,20 @@ class SourceScan:
     identifiers: dict[str, IdentifierValues]
     covering: np.ndarray | None = None
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
+
+
+def _head(source: ParquetSource, dtypes: Mapping[str, Any]) -> pd.DataFrame:
+    """The first ``CHUNK_ROWS`` rows of the dataset (over as many files as they take): what
+    the identifying rule reads of a streamed table."""
+    parts, rows = [], 0
+    for _, table in source.chunks():
+        parts.append(to_frame(table, dtypes))
+        rows += table.num_rows
+        if rows >= CHUNK_ROWS:
+            break
+    if not parts:
+        return to_frame(source.schema.empty_table(), dtypes)
+    return pd.concat(parts, ignore_index=True).iloc[:CHUNK_ROWS]
 
 
 def _may_hold_nulls(source: ParquetSource) -> set[str]:
@@ -92,9 +107,7 @@ def scan_source(
     unknown = [c for c in types if c not in source.columns]
     if unknown:
         raise AvatarError(f"types names unknown column(s) {unknown}; available: {source.columns}")
-    first = next(source.chunks(), None)  # its rows meet the identifying rule before any work
-    knowingly_released = [] if first is None else refuse_undeclared(to_frame(first[1], dtypes),
-                                                                   types)
+    knowingly_released = refuse_undeclared(_head(source, dtypes), types)  # before any work
     empty = to_frame(source.schema.empty_table(), dtypes)
     kinds = {c: types.get(c) or detect_kind(empty[c]) for c in source.columns}
     wanted = {c for c in source.columns if kinds[c] == IDENTIFIER}
