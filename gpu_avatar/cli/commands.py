@@ -456,10 +456,9 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
     if args.report:
-        from ..report import report_format, require_matplotlib, write_report
+        from ..report import report_format, write_report
 
         paths.add("--report", args.report, report_format)
-        require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
         table = read_input(args.input, args)
@@ -599,12 +598,11 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
-    from ..report import report_format, require_matplotlib, table_part, write_document
+    from ..report import report_format, table_part, write_document
     from ..report.language import Translator
 
     OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
         "--output", args.output, report_format)
-    require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
         original, avatars, types = _read_pair(args)
     part = table_part(
@@ -666,11 +664,10 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     output = None if to_database else paths.add("OUTPUT", args.output, folder=True)
     report = None
     if not args.no_report and (args.report or output is not None):
-        from ..report import report_format, require_matplotlib, write_report
+        from ..report import report_format, write_report
 
         report = paths.add("--report" if args.report else "OUTPUT",
                            args.report or output / "report.html", report_format)
-        require_matplotlib()
     if output is not None:
         summary = paths.add("OUTPUT", output / "summary.txt")
     steps = Steps(progress, "gpu-avatar database")

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 
-import numpy as np
 import pandas as pd
 import pytest
 from cli_helpers import check_ok, parse_report, run_cli
@@ -146,16 +145,6 @@ def test_report_api_for_a_table(datasets_path, tmp_path):
     assert [kind for kind, _ in parsed.sections] == TABLE_SECTIONS
     assert parsed.plots == TABLE_PLOTS
     assert "Sample_code_number" in path.read_text()  # listed as an identifier column
-
-
-def test_report_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
-    df = pd.DataFrame({"x": np.arange(30.0) + 0.5, "y": np.arange(30) % 2})
-    result = ga.avatarize(df, k=3, seed=0)
-    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
-        monkeypatch.setitem(__import__("sys").modules, name, None)
-    with pytest.raises(ga.MissingExtraError, match=r"pip install 'gpu_avatar\[report\]'"):
-        ga.write_report(result, tmp_path / "report.html")
-    assert not (tmp_path / "report.html").exists()
 
 
 # ------------------------------------------------------------------ PDF, French, evidence
