@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import shutil
 import struct
 import subprocess
@@ -377,3 +378,34 @@ def test_split_avatarize_with_holdout_pdf_report_in_french_then_attacks(tmp_path
     refused = run_cli("attacks", training, tmp_path / "avatars.csv", "--holdout", holdout,
                       "--linkability-columns", "age")
     assert refused.returncode == 2 and "goes twice" in refused.stderr
+
+
+def test_attacks_on_what_avatarize_wrote_with_the_seed_it_printed_measure_the_same_risks(
+    tmp_path, monkeypatch, capsys
+):
+    """``avatarize --holdout`` and ``attacks`` on the files it wrote, with the attack seed it
+    prints, measure identical risks (in-process, to compare them whole)."""
+    from gpu_avatar.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"size": rng.normal(170, 10, n).round(1) + 0.05,
+                       "visits": rng.poisson(3, n), "group": rng.choice(["a", "b", "c"], n),
+                       "score": rng.normal(0, 1, n).round(3)})
+    df.iloc[:240].to_csv(tmp_path / "training.csv", index=False, sep=";")
+    df.iloc[240:].to_csv(tmp_path / "holdout.csv", index=False, sep=";")
+    measured = []
+    attack_metrics = ga.attack_metrics
+    monkeypatch.setattr(ga, "attack_metrics", lambda *args, **options: measured.append(
+        attack_metrics(*args, **options)) or measured[-1])
+    files = [str(tmp_path / name) for name in ("training.csv", "avatars.csv", "holdout.csv")]
+    types = ["--types", "group=categorical"]
+    assert main(["avatarize", files[0], files[1], "--k", "5", "--seed", "4", *types,
+                 "--holdout", files[2], "--report", str(tmp_path / "report.html")]) == 0
+    printed = capsys.readouterr().out
+    seed = re.search(r"^attack seed (\d+): gpu-avatar attacks .* --seed \1, ", printed, re.M)
+    assert seed, printed
+    assert main(["attacks", files[0], files[1], "--holdout", files[2], *types,
+                 "--seed", seed.group(1)]) == 0
+    first, second = (attacks.to_frame() for attacks in measured)
+    pd.testing.assert_frame_equal(first, second)
