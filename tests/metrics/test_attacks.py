@@ -127,6 +127,8 @@ def test_an_attack_no_better_than_a_random_guess_is_never_the_headline():
     1709 of 1711 people, as a random guess is, learns nothing whatever its risk."""
     from gpu_avatar.cli.commands import _attacks_line
     from gpu_avatar.metrics.attacks import _result
+    from gpu_avatar.report.language import Translator
+    from gpu_avatar.report.parts import attacks_headline
 
     chance = _result("inference", "zprior", 1711, 1709, 428, 426, 1709, 0.95)
     assert chance.risk > 0.3 and chance.measurable and not chance.better_than_baseline
@@ -139,9 +141,14 @@ def test_an_attack_no_better_than_a_random_guess_is_never_the_headline():
         f"attacks: 1 of 3 with a measurable risk; highest linkability {real.risk:.3f} "
         f"[{real.risk_low:.3f}, {real.risk_high:.3f}]; no better than a random guess, so "
         "learning nothing: inference (zprior)")
+    english = attacks_headline(attacks, Translator("en"))
+    assert "the highest, linkability" in english and english.endswith(": inference (zprior).")
+    french = attacks_headline(attacks, Translator("fr"))
+    assert "le plus élevé, linkability" in french and "rien appris" in french
     nothing = ga.AttackMetrics([chance])
     assert nothing.highest() is None and "none does better than a random guess" in \
         _attacks_line(nothing)
+    assert "aucune ne fait mieux" in attacks_headline(nothing, Translator("fr"))
 
 
 def test_wilson_rate_and_residual_risk_by_hand():

@@ -222,10 +222,64 @@ def test_html_report_gets_the_advice_and_attack_sections_in_both_languages(evide
     text = english.read_text()
     assert "k = 20 (recommended)" in text and "Attack-based risks" in text
     assert "<code>inference (arms)</code>" in text
-    calm = sum(not r.measurable for r in attacks.results)
-    assert text.count('<span class="badge pass">no measurable risk</span>') == calm
-    assert text.count('<span class="badge fail">measurable risk</span>') == \
-        len(attacks.results) - calm
+    risky, nothing = len(attacks.measurable_risks), len(attacks.learning_nothing)
+    assert text.count('<span class="badge fail">measurable risk</span>') == risky
+    assert text.count('<span class="badge none">learns nothing</span>') == nothing
+    assert text.count('<span class="badge pass">no measurable risk</span>') == \
+        len(attacks.results) - risky - nothing
+    highest = attacks.highest()
+    assert f"the highest, {highest.label}, {highest.risk:.3f}" in text  # in the lead too
+    # the timings: the avatarization's steps, the metrics and the attacks
+    for step in ("avatarization: fit", "avatarization: neighbours", "privacy metrics",
+                 "signal metrics", "attacks"):
+        assert f"<td>{step}</td>" in text, step
+
+
+def _pdf_text(path) -> str:
+    return subprocess.run([_poppler("pdftotext"), path, "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def french_pdfs(evidence, tmp_path_factory):
+    """The French PDFs of the AIDS table with its advice and attacks, and of the bundled
+    database."""
+    from gpu_avatar.demo import load_hospital_database
+
+    result, advice, attacks = evidence
+    folder = tmp_path_factory.mktemp("french")
+    database = ga.avatarize_database(load_hospital_database(), k=10, seed=0)
+    return [ga.write_report(result, folder / "table.pdf", name="AIDS", language="fr",
+                            advice=advice, attacks=attacks),
+            ga.write_report(database, folder / "database.pdf", language="fr")]
+
+
+def _english_texts() -> list[str]:
+    """What a French report must not show: every English text of the report whose French
+    differs, as the phrases of two words or more between its fields, and the words of the
+    API that a French report translates (steps of a run, scenarios, None)."""
+    from gpu_avatar.report import data, language
+
+    phrases = {"None", "batch plan", "neighbours", "synthesis", "decode", "rebuild",
+               *data.SCENARIO_DESCRIPTIONS}
+    for english, french in language.FRENCH.items():
+        if french != english:
+            for phrase in re.split(r"\{\w*\}", english):
+                if len(re.findall(r"[^\W\d][\w'-]*", phrase)) >= 2:
+                    phrases.add(" ".join(phrase.split()))
+    return sorted(phrases)
+
+
+def test_a_french_pdf_has_no_english(french_pdfs):
+    for path in french_pdfs:
+        text = " ".join(_pdf_text(path).replace("\u00a0", " ").split())
+        left = [english for english in _english_texts()
+                if re.search(rf"(?<![\w-]){re.escape(english)}(?![\w-])", text)]
+        assert not left, (path.name, left)
+    tables = " ".join(_pdf_text(french_pdfs[1]).split())
+    for scenario in ("table seule", "enrichie par les enfants", "enfants liés au parent",
+                     "enfants enrichis par le parent"):
+        assert tables.count(scenario) >= 2, scenario  # in the tables, and explained
 
 
 def test_every_report_text_has_its_french(evidence):
