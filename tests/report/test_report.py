@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pandas as pd
 import pytest
 from cli_helpers import check_ok, parse_report, run_cli
@@ -280,6 +281,34 @@ def test_a_french_pdf_has_no_english(french_pdfs):
     for scenario in ("table seule", "enrichie par les enfants", "enfants liés au parent",
                      "enfants enrichis par le parent"):
         assert tables.count(scenario) >= 2, scenario  # in the tables, and explained
+
+
+def test_pdf_tables_break_no_word_and_pages_are_filled(french_pdfs, tmp_path):
+    """No word is cut across two lines (a line ending with the start of a word the report
+    holds whole and the next starting with its end), and no page but the last is left
+    two-thirds blank."""
+    from matplotlib.image import imread
+
+    word = re.compile(r"[^\W\d][\w'’-]*")
+    for path in french_pdfs:
+        lines = [line.strip() for line in _pdf_text(path).splitlines()]
+        words = {w for line in lines for w in word.findall(line)}
+        cut = []
+        for line, following in zip(lines, lines[1:], strict=False):
+            ends, starts = word.findall(line), word.findall(following)
+            if ends and starts and line.endswith(ends[-1]) and following.startswith(starts[0]) \
+                    and ends[-1] + starts[0] in words:
+                cut.append((ends[-1], starts[0]))
+        assert not cut, (path.name, cut)
+        _poppler("pdftoppm")
+        subprocess.run(["pdftoppm", "-png", "-r", "30", path, tmp_path / path.stem], check=True,
+                       timeout=120)
+        pages = sorted(tmp_path.glob(f"{path.stem}-*.png"))
+        for page in pages[:-1]:
+            grey = imread(page)[..., :3].mean(axis=2)
+            ink = np.nonzero((grey < 0.95).any(axis=1))[0]
+            body = ink[ink < 0.93 * len(grey)]  # the footer left out
+            assert body.max() > len(grey) / 3, page.name
 
 
 def test_every_report_text_has_its_french(evidence):
