@@ -9,7 +9,7 @@ ORACLE := .venv-anonymeter
 ORACLE_STAMP := $(ORACLE)/.installed
 # The Docker cpu image's install line (docker/Dockerfile): CI installs the project with exactly
 # this line first, then the dev extras; tests/test_docker.py keeps the two lines identical.
-RUNTIME_INSTALL := python -m pip install --no-cache-dir '.[report,parquet]'
+RUNTIME_INSTALL := python -m pip install --no-cache-dir '.[parquet]'
 
 .PHONY: demo test lint clean
 

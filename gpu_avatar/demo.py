@@ -143,9 +143,8 @@ def run_demo(output: Path, progress: ProgressLike = None) -> str:
     ``report.html`` and ``report.pdf`` (the AIDS table and the hospital database, with the
     advice that set the database's k), all or none (``outputs.staged_outputs``); print and
     return the summary."""
-    from .report import database_part, require_matplotlib, result_part, write_document
+    from .report import database_part, result_part, write_document
 
-    require_matplotlib()
     steps = Steps(progress, "demo")
     df, types = load_aids()
     start = time.perf_counter()

@@ -102,7 +102,7 @@ def test_targets_users_and_entrypoint():
 def test_cpu_install_line_is_what_ci_installs():
     makefile = (REPO / "Makefile").read_text()
     line = re.search(r"^RUNTIME_INSTALL := (.+)$", makefile, re.MULTILINE).group(1)
-    assert line == "python -m pip install --no-cache-dir '.[report,parquet]'"
+    assert line == "python -m pip install --no-cache-dir '.[parquet]'"
     assert line in _runs(_stages(), "cpu")
     # the Makefile's install recipe runs it as is, before the dev extras; CI runs `make test`
     recipe = makefile.split("$(STAMP): pyproject.toml")[1].split("\n\n")[0].splitlines()

@@ -63,7 +63,7 @@ from ..sql.write import IF_EXISTS
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
-ATTACK_STREAM = 0xA77AC  # avatarize --holdout: the attacks' seed is [run seed, this]
+ATTACK_STREAM = 0xA77AC  # avatarize --holdout: the attacks' seed is drawn from [run seed, this]
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -465,10 +465,9 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
     if args.report:
-        from ..report import report_format, require_matplotlib, write_report
+        from ..report import report_format, write_report
 
         paths.add("--report", args.report, report_format)
-        require_matplotlib()
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
         table = read_input(args.input, args)
@@ -501,11 +500,14 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
                 privacy = result.privacy_metrics(**_privacy_options(args))
             attacks = None
             if holdout is not None:
-                with steps.step("attacks"):  # the run's seed, another stream than the avatars'
-                    seed = np.random.SeedSequence([result.seed, ATTACK_STREAM])
+                seed = attack_seed(result.seed)
+                with steps.step("attacks"):
                     attacks = ga.attack_metrics(df, result.avatars, holdout, types=types,
                                                 seed=seed, backend=args.backend)
                 _say(_attacks_line(attacks))
+                _say(f"attack seed {seed}: gpu-avatar attacks {args.input} {output} --holdout "
+                     f"{args.holdout} --seed {seed}, with this command's --types and reading "
+                     "options, measures the same risks")
             write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
                          advice=advice, attacks=attacks, language=args.language,
                          progress=progress)
@@ -608,12 +610,11 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..progress import Steps
-    from ..report import report_format, require_matplotlib, table_part, write_document
+    from ..report import report_format, table_part, write_document
     from ..report.language import Translator
 
     OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
         "--output", args.output, report_format)
-    require_matplotlib()
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
         original, avatars, types = _read_pair(args)
     part = table_part(
@@ -732,11 +733,10 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     output = None if to_database else paths.add("OUTPUT", args.output, folder=True)
     report = None
     if not args.no_report and (args.report or output is not None):
-        from ..report import report_format, require_matplotlib, write_report
+        from ..report import report_format, write_report
 
         report = paths.add("--report" if args.report else "OUTPUT",
                            args.report or output / "report.html", report_format)
-        require_matplotlib()
     if output is not None:
         summary = paths.add("OUTPUT", output / "summary.txt")
     steps = Steps(progress, "gpu-avatar database")
@@ -806,12 +806,27 @@ def cmd_split(args: argparse.Namespace, progress: bool) -> int:
     return 0
 
 
+def attack_seed(run_seed: int) -> int:
+    """The seed of ``avatarize --holdout``'s attacks: drawn from the run's seed on a stream of
+    its own (not the avatars' draws), a plain integer that ``gpu-avatar attacks --seed``
+    takes to measure the same risks."""
+    return int(np.random.SeedSequence([run_seed, ATTACK_STREAM]).generate_state(1)[0])
+
+
 def _attacks_line(attacks: Any) -> str:
-    measurable = [r for r in attacks.results if r.measurable]
-    worst = max(attacks.results, key=lambda r: r.risk)
-    name = worst.attack if worst.secret is None else f"{worst.attack} ({worst.secret})"
-    return (f"attacks: {len(measurable)} of {len(attacks.results)} with a measurable risk; "
-            f"highest {name} {worst.risk:.3f} [{worst.risk_low:.3f}, {worst.risk_high:.3f}]")
+    """The attacks' headline: the highest risk of an attack that beats a random guess; an
+    attack that does not learns nothing, whatever its risk."""
+    highest = attacks.highest()
+    if highest is None:
+        return ("attacks: none does better than a random guess, so none learns anything from "
+                "the release")
+    line = (f"attacks: {len(attacks.measurable_risks)} of {len(attacks.results)} with a "
+            f"measurable risk; highest {highest.label} {highest.risk:.3f} "
+            f"[{highest.risk_low:.3f}, {highest.risk_high:.3f}]")
+    if attacks.learning_nothing:
+        line += ("; no better than a random guess, so learning nothing: "
+                 + ", ".join(r.label for r in attacks.learning_nothing))
+    return line
 
 
 def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
@@ -837,7 +852,8 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
     )
     frame = attacks.to_frame()
     shown = ["attack", "secret", "risk", "risk_low", "risk_high", "attack_rate",
-             "control_rate", "baseline_rate", "n_attacks", "measurable_risk"]
+             "control_rate", "baseline_rate", "n_attacks", "measurable_risk",
+             "better_than_baseline"]
     with pd.option_context("display.max_rows", None, "display.width", 200):
         _say(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     _say(_attacks_line(attacks))

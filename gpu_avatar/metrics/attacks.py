@@ -32,7 +32,9 @@ are in pandas), as a 5 % tolerance on seconds since 1970 would be years.
 Each attack also runs against the holdout (people not in the release) and as a random guess
 (the baseline). With success rates estimated by Wilson score intervals, the risk is
 ``(attack - holdout) / (1 - holdout)`` bounded to [0, 1], with its error propagated to a
-confidence interval; a risk whose interval starts above 0 is a measurable risk.
+confidence interval; a risk whose interval starts above 0 is a measurable risk. An attack that
+does no better than the random guess learns nothing from the release, whatever its risk (near a
+success rate of 1 the risk's formula magnifies chance differences): it is never the headline.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,6 +62,7 @@ from ..parameters import (
 )
 from ..progress import ProgressLike, Steps
 from .checks import check_same_table, check_variables
+from .timing import timed
 
 INFERENCE_TOLERANCE = 0.05  # a number is guessed when within 5 % of the guess (anonymeter)
 SINGLING_OUT_QUERIES = 500  # anonymeter's default number of attacks
@@ -138,12 +141,35 @@ class AttackResult:
         """Whether the attack beats a random guess (anonymeter: otherwise not to be trusted)."""
         return self.attack_rate > self.baseline_rate
 
+    @property
+    def label(self) -> str:
+        """The attack, with its secret for an inference: ``inference (age)``."""
+        return self.attack if self.secret is None else f"{self.attack} ({self.secret})"
+
 
 @dataclass
 class AttackMetrics:
     """The attack-based risks of a release (see the module docstring)."""
 
     results: list[AttackResult]
+    seconds: float | None = field(default=None, compare=False)  # to run the attacks
+
+    @property
+    def measurable_risks(self) -> list[AttackResult]:
+        """The measurable risks of the attacks that beat a random guess."""
+        return [r for r in self.results if r.measurable and r.better_than_baseline]
+
+    @property
+    def learning_nothing(self) -> list[AttackResult]:
+        """The attacks that do no better than a random guess: they learn nothing from the
+        release, whatever their risk."""
+        return [r for r in self.results if not r.better_than_baseline]
+
+    def highest(self) -> AttackResult | None:
+        """The headline: the highest risk of an attack that beats a random guess (None when
+        none does)."""
+        return max((r for r in self.results if r.better_than_baseline), key=lambda r: r.risk,
+                   default=None)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per attack: counts, rates, risk and interval, baseline risk, flags."""
@@ -546,6 +572,7 @@ def _inference(values: _Values, scaled, secret: int, confidence, backend, rng) -
 
 
 # ------------------------------------------------------------------------------ entry
+@timed
 def attack_metrics(
     original: pd.DataFrame,
     avatars: pd.DataFrame,
@@ -607,7 +634,9 @@ def attack_metrics(
 
     values = _values(original, avatars, holdout, variables, types)
     position = {c: j for j, c in enumerate(variables)}
-    rngs = [np.random.default_rng(stream) for stream in seed_sequence(seed).spawn(3)]
+    sequence = seed_sequence(seed)  # children derived, not spawned: the same seed object
+    rngs = [np.random.default_rng(np.random.SeedSequence(  # gives the same draws every time
+        sequence.entropy, spawn_key=(*sequence.spawn_key, stream))) for stream in range(3)]
     steps = Steps(progress, "attacks", total=len(modes) + 1 + len(secret_names))
     results = []
     distinct = _Distinct.of(values, backend) if modes else None

@@ -57,6 +57,7 @@ from ..projection.projection import Projection, projection_kind
 from .checks import check_same_table, check_variables
 from .reductions import DistanceRanks, distance_ranks
 from .targets import PRIVACY_TARGETS, metrics_frame
+from .timing import timed
 
 NUMERIC_MATCH_TOLERANCE = 0.05  # of the column's original mean, for correlation protection
 
@@ -83,6 +84,7 @@ class PrivacyMetrics:
     column_direct_match_protection_per_variable: dict[str, float] = field(repr=False)
     inference_baseline: float | None = None
     ncp: int = 0
+    seconds: float | None = field(default=None, compare=False)  # to compute them
 
     @property
     def worst_direct_match_column(self) -> Any:
@@ -237,6 +239,7 @@ def _inference(
     return "continuous", float(ratio), float(marginal_error)
 
 
+@timed
 def privacy_metrics(
     original: pd.DataFrame,
     unshuffled_avatars: pd.DataFrame,

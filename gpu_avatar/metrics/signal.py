@@ -30,6 +30,7 @@ from ..errors import AvatarError
 from ..parameters import check_integer, check_types
 from .checks import check_same_table
 from .targets import SIGNAL_TARGETS, metrics_frame
+from .timing import timed
 
 HELLINGER_BINS = 10  # equal-width bins of a continuous variable
 
@@ -42,6 +43,7 @@ class SignalMetrics:
     hellinger_std: float
     correlation_difference_ratio: float | None
     hellinger_per_variable: dict[str, float] = field(repr=False)
+    seconds: float | None = field(default=None, compare=False)  # to compute them
 
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: value, target, passed."""
@@ -95,6 +97,7 @@ def correlation_difference_ratio(original: pd.DataFrame, avatar: pd.DataFrame) -
     return float(100.0 * difference.mean()) if difference.size else None
 
 
+@timed
 def signal_metrics(
     original: pd.DataFrame,
     avatars: pd.DataFrame,

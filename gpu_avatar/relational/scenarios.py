@@ -37,6 +37,7 @@ from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..metrics.privacy import PrivacyMetrics, privacy_metrics
 from ..metrics.signal import HELLINGER_BINS, SignalMetrics, continuous_hellinger, signal_metrics
 from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
+from ..metrics.timing import timed
 from .linking import DatabaseAvatarizationResult, broadcast_name
 from .schema import NO_PARENT, children_counts, take_parents
 
@@ -60,7 +61,9 @@ class ScenarioResult:
 
 
 class ScenarioMetrics(list):
-    """A list of ``ScenarioResult`` with a tabular view."""
+    """A list of ``ScenarioResult`` with a tabular view; ``seconds``: to compute them."""
+
+    seconds: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -273,6 +276,7 @@ def individual_ancestors(result: DatabaseAvatarizationResult, table: str) -> lis
     return found
 
 
+@timed
 def database_privacy_metrics(
     result: DatabaseAvatarizationResult, **options: Any
 ) -> ScenarioMetrics:
@@ -342,6 +346,7 @@ def database_privacy_metrics(
     return out
 
 
+@timed
 def database_signal_metrics(result: DatabaseAvatarizationResult, **options: Any) -> ScenarioMetrics:
     """Signal: standalone per table, enriched per link (``options`` go to ``signal_metrics``)."""
     db = result.database

@@ -25,7 +25,6 @@ from ..outputs import atomic_path, check_output
 from .document import Part
 from .language import LANGUAGES, Translator
 from .parts import database_part, result_part, table_part
-from .plots import require_matplotlib
 
 FORMATS = ("html", "pdf")
 
@@ -39,10 +38,6 @@ def report_format(path: str | Path, format: str | None = None) -> str:
             raise AvatarError(f"{path}: a report is .html or .pdf (or give format='html'|'pdf')")
     if format not in FORMATS:
         raise AvatarError(f"format={format!r} is not one of {FORMATS}")
-    if format == "pdf":
-        from ..errors import import_extra
-
-        import_extra("reportlab", "report", "the PDF report")
     return format
 
 
@@ -82,8 +77,7 @@ def write_report(
     **options: Any,
 ) -> Path:
     """Write the report of an ``avatarize`` or ``avatarize_database`` result to ``path``:
-    HTML or PDF (``format``, else from the suffix), in ``language`` ("en" or "fr"). Needs
-    matplotlib (and ReportLab for a PDF): ``pip install 'gpu_avatar[report]'``.
+    HTML or PDF (``format``, else from the suffix), in ``language`` ("en" or "fr").
 
     ``options`` for a table: ``privacy``, ``signal`` (computed when not given), ``advice``
     (an ``Advice``), ``attacks`` (``AttackMetrics``) and ``privacy_metrics``' options
@@ -95,7 +89,6 @@ def write_report(
     report_format(path, format)
     check_output("path", path)  # before the metrics and plots
     tr = Translator(language)
-    require_matplotlib()
     if isinstance(result, DatabaseAvatarizationResult):
         part = database_part(result, name or tr("Database"), progress, language, **options)
         default_title = tr("Database avatarization report")
@@ -107,6 +100,6 @@ def write_report(
 
 
 __all__ = [
-    "FORMATS", "LANGUAGES", "Part", "database_part", "report_format", "require_matplotlib",
-    "result_part", "table_part", "write_document", "write_report",
+    "FORMATS", "LANGUAGES", "Part", "database_part", "report_format", "result_part",
+    "table_part", "write_document", "write_report",
 ]  # fmt: skip

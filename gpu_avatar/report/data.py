@@ -1,17 +1,23 @@
 """What a report shows besides the plots: each metric's definition in words, the scenario
-columns of a database, and the metrics of a part (computed, and timed, when not given)."""
+columns of a database, and the metrics of a part (computed when not given; each carries the
+seconds it took)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
 
 from ..metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
 from ..progress import Steps
+from ..relational.scenarios import (
+    STANDALONE,
+    TIME_SERIES_ENRICHED,
+    TO_BOTTOM_ID_PROPAGATED,
+    TO_BOTTOM_INFORMATION_PROPAGATED,
+    TO_TOP_ENRICHED,
+)
 
 PRIVACY_DESCRIPTIONS = {
     "hidden_rate": "% of originals whose closest avatar is not their own",
@@ -48,18 +54,26 @@ ATTACK_DESCRIPTIONS = {
     "inference": "the attacker knows every other column and reads the secret off the nearest "
     "avatar; success: the right category, or a number within {tolerance} % of the guess",
 }
+# each scenario of a database (their names are translated too)
+SCENARIO_DESCRIPTIONS = {
+    STANDALONE: "The table alone: each original row against its own avatar.",
+    TO_TOP_ENRICHED: "Each row with a summary of its children in the reference table (their "
+    "count, the mean of each number, the share of each category), against its avatar with "
+    "its avatar children.",
+    TO_BOTTOM_ID_PROPAGATED: "The rows of a child table with their parent's columns copied "
+    "through the foreign key (a person's own rows, or their children's), against the avatar "
+    "rows joined through the avatar links.",
+    TO_BOTTOM_INFORMATION_PROPAGATED: "Each child row with its parent's columns copied "
+    "through the foreign key: whether the avatars keep the correlations across the link.",
+    TIME_SERIES_ENRICHED: "Each row with features of its time series in the reference table "
+    "(length, start, span, curve shape, missing shares), against its avatar with its avatar "
+    "series.",
+}
 PRIVACY_SCENARIO_COLUMNS = [
     "hidden_rate", "local_cloaking", "distance_to_closest", "closest_distances_ratio",
     "closest_rate", "row_direct_match_protection", "column_direct_match_protection",
 ]
 SIGNAL_SCENARIO_COLUMNS = ["hellinger_mean", "hellinger_std", "correlation_difference_ratio"]
-
-
-@contextmanager
-def _clock(timings: dict[str, float], name: str):
-    start = time.perf_counter()
-    yield
-    timings[name] = time.perf_counter() - start
 
 
 def table_metrics(
@@ -76,27 +90,25 @@ def table_metrics(
     signal: SignalMetrics | None,
     individual_level: bool,
     privacy_options: Mapping[str, Any] | None,
-) -> tuple[PrivacyMetrics | None, SignalMetrics, dict[str, float]]:
+) -> tuple[PrivacyMetrics | None, SignalMetrics]:
     """A table part's privacy (individual-level tables only) and signal metrics, computed when
-    not given, with the seconds each took."""
-    timings: dict[str, float] = {}
+    not given."""
     if privacy is None and individual_level:
-        with steps.step(f"{name}: privacy metrics"), _clock(timings, "privacy metrics"):
+        with steps.step(f"{name}: privacy metrics"):
             privacy = privacy_metrics(original, unshuffled_avatars, ncp=ncp, types=dict(types),
                                       backend=backend, **dict(privacy_options or {}))  # fmt: skip
     if signal is None:
-        with steps.step(f"{name}: signal metrics"), _clock(timings, "signal metrics"):
+        with steps.step(f"{name}: signal metrics"):
             signal = signal_metrics(original, avatars, types=dict(types))
-    return privacy, signal, timings
+    return privacy, signal
 
 
 def database_metrics(result: Any, steps: Steps, name: str, privacy: Any, signal: Any):
-    """A database part's privacy and signal scenarios, computed when not given, timed."""
-    timings: dict[str, float] = {}
+    """A database part's privacy and signal scenarios, computed when not given."""
     if privacy is None:
-        with steps.step(f"{name}: privacy scenarios"), _clock(timings, "privacy"):
+        with steps.step(f"{name}: privacy scenarios"):
             privacy = result.privacy_metrics()
     if signal is None:
-        with steps.step(f"{name}: signal scenarios"), _clock(timings, "signal"):
+        with steps.step(f"{name}: signal scenarios"):
             signal = result.signal_metrics()
-    return privacy, signal, timings
+    return privacy, signal

@@ -29,12 +29,14 @@ class Text:
 @dataclass
 class Table:
     """``numeric``: right-aligned column positions; ``row_headers``: the first cell of each
-    row is a header (a matrix)."""
+    row is a header (a matrix); ``key_columns``: the leading columns that name a row, repeated
+    in each slice of a table too wide for a PDF page."""
 
     headers: list[str]
     rows: list[list[Cell]]
     numeric: frozenset[int] = frozenset()
     row_headers: bool = False
+    key_columns: int = 1
 
 
 @dataclass

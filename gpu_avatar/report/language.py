@@ -83,6 +83,10 @@ FRENCH: dict[str, str] = {
     "identifier columns": "colonnes identifiantes",
     "Timings (seconds)": "Durées (secondes)",
     "avatarization: {step}": "avatarisation : {step}",
+    # the steps of a run (AvatarizationResult.timings)
+    "batch plan": "plan des lots", "fit": "ajustement", "projection": "projection",
+    "neighbours": "voisins", "synthesis": "synthèse", "decode": "décodage",
+    "rebuild": "reconstruction",
     "privacy metrics": "métriques de confidentialité",
     "signal metrics": "métriques de signal",
     "No avatarization timings: this report was built from the tables, not from the run that "
@@ -212,12 +216,23 @@ FRENCH: dict[str, str] = {
     "Attacks by an adversary who holds the release and some of a person's values (Giomi et "
     "al., PETS 2023, as in anonymeter). Risk = (success on the originals - success on the "
     "holdout) / (1 - success on the holdout): only what the release teaches beyond people "
-    "who are not in it counts; 0 is no risk, 1 the whole room for it.":
+    "who are not in it counts; 0 is no risk, 1 the whole room for it. An attack that does no "
+    "better than a random guess learns nothing, whatever its risk.":
     "Attaques d'un adversaire qui détient la publication et une partie des valeurs d'une "
     "personne (Giomi et al., PETS 2023, comme dans anonymeter). Risque = (succès sur les "
     "individus d'origine - succès sur l'échantillon témoin) / (1 - succès sur l'échantillon "
     "témoin) : seul compte ce que la publication apprend au-delà des personnes qui n'y "
-    "figurent pas ; 0 signifie aucun risque, 1 le risque maximal.",
+    "figurent pas ; 0 signifie aucun risque, 1 le risque maximal. Une attaque qui ne fait pas "
+    "mieux qu'un tirage au hasard n'apprend rien, quel que soit son risque.",
+    "Attacks: none does better than a random guess, so none learns anything from the release.":
+    "Attaques : aucune ne fait mieux qu'un tirage au hasard, aucune n'apprend donc quoi que ce "
+    "soit de la publication.",
+    "Attacks: {measurable} of {total} with a measurable risk; the highest, {attack}, {risk} "
+    "{interval}.": "Attaques : {measurable} sur {total} avec un risque mesurable ; le plus "
+    "élevé, {attack}, {risk} {interval}.",
+    "No better than a random guess, so learning nothing whatever their risk: {attacks}.":
+    "Pas mieux qu'un tirage au hasard, donc rien appris quel que soit leur risque : {attacks}.",
+    "learns nothing": "n'apprend rien",
     "attack": "attaque", "risk": "risque", "{level} % interval": "intervalle à {level} %",
     "attack success": "succès de l'attaque", "holdout success": "succès sur le témoin",
     "random guess": "tirage au hasard", "attacks": "attaques",
@@ -295,5 +310,31 @@ FRENCH: dict[str, str] = {
     "Privacy scenarios": "Scénarios de confidentialité",
     "Signal scenarios": "Scénarios de signal",
     "scenario": "scénario", "reference": "référence", "via": "via",
+    # the scenarios (report/data.py)
+    "standalone": "table seule", "to_top_enriched": "enrichie par les enfants",
+    "to_bottom_id_propagated": "enfants liés au parent",
+    "to_bottom_information_propagated": "enfants enrichis par le parent",
+    "time_series_enriched": "enrichie par les séries",
+    "The table alone: each original row against its own avatar.":
+    "La table seule : chaque ligne d'origine face à son propre avatar.",
+    "Each row with a summary of its children in the reference table (their count, the mean of "
+    "each number, the share of each category), against its avatar with its avatar children.":
+    "Chaque ligne avec un résumé de ses enfants dans la table de référence (leur nombre, la "
+    "moyenne de chaque nombre, la part de chaque catégorie), face à son avatar avec ses "
+    "enfants avatars.",
+    "The rows of a child table with their parent's columns copied through the foreign key (a "
+    "person's own rows, or their children's), against the avatar rows joined through the "
+    "avatar links.": "Les lignes d'une table enfant avec les colonnes de leur parent recopiées "
+    "par la clé étrangère (les lignes de la personne elle-même, ou celles de ses enfants), "
+    "face aux lignes d'avatars jointes par les liens des avatars.",
+    "Each child row with its parent's columns copied through the foreign key: whether the "
+    "avatars keep the correlations across the link.": "Chaque ligne enfant avec les colonnes "
+    "de son parent recopiées par la clé étrangère : les avatars gardent-ils les corrélations "
+    "à travers le lien ?",
+    "Each row with features of its time series in the reference table (length, start, span, "
+    "curve shape, missing shares), against its avatar with its avatar series.":
+    "Chaque ligne avec les caractéristiques de ses séries temporelles dans la table de "
+    "référence (longueur, début, durée, forme des courbes, parts manquantes), face à son "
+    "avatar avec ses séries avatars.",
     "Tables": "Tables", "Table {name}": "Table {name}",
 }

@@ -1,10 +1,12 @@
 """The parts of a report, as documents (``document.py``) in the report's language:
 
-- a table part: ``parameters`` (run parameters, column kinds), ``timings``, ``privacy`` (every
-  metric with its target and verdict), ``signal``, ``plots`` (``projection``,
-  ``distributions``, ``correlations``, ``local-cloaking``), then ``advice`` and ``attacks``
-  when they are given;
-- a database part: ``parameters``, ``timings``, ``summary-matrix`` (green pass, red fail),
+- a table part: ``parameters`` (run parameters, column kinds), ``timings`` (the run's steps,
+  the metrics and the attacks), ``privacy`` (every metric with its target and verdict),
+  ``signal``, ``plots`` (``projection``, ``distributions``, ``correlations``,
+  ``local-cloaking``), then ``advice`` and ``attacks`` (headlined by the highest risk of an
+  attack that beats a random guess) when they are given;
+- a database part: ``parameters``, ``timings``, ``summary-matrix`` (green pass, red fail, and
+  each scenario in a sentence),
   ``links`` (one ``children-per-parent`` plot per link), ``privacy-scenarios``,
   ``signal-scenarios``, ``time-series`` (with a time-series link: its signal per variable and
   one ``time-series`` plot per variable), ``advice`` when given, and ``tables`` (one table
@@ -29,6 +31,7 @@ from .data import (
     ATTACK_DESCRIPTIONS,
     PRIVACY_DESCRIPTIONS,
     PRIVACY_SCENARIO_COLUMNS,
+    SCENARIO_DESCRIPTIONS,
     SIGNAL_DESCRIPTIONS,
     SIGNAL_SCENARIO_COLUMNS,
     database_metrics,
@@ -62,10 +65,14 @@ def _target_text(target: Target, tr: Translator) -> str:
     return target.text(lambda value: tr.number(value, "g"), tr("report"))
 
 
-def _text(value: Any, tr: Translator) -> str:
+def _parameter(name: str, value: Any, tr: Translator) -> list[Cell]:
+    """A run parameter's row: its name and a text value as code (words of the API, the same
+    in every language), a mapping as ``key: value`` pairs, None as a dash."""
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}: {v}" for k, v in value.items()) or tr("none")
-    return str(value)
+        text = ", ".join(f"{k}: {v}" for k, v in value.items()) or tr("none")
+    else:
+        text = tr.number(None) if value is None else str(value)
+    return [Cell(name, "code"), Cell(text, "code" if isinstance(value, str) else "")]
 
 
 def _metrics_table(frame: pd.DataFrame, descriptions: Mapping[str, str], tr: Translator):
@@ -120,7 +127,7 @@ def _table_part(
     avatars = unshuffled_avatars if avatars is None else avatars
     variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
     variable_types = {c: kind for c, kind in types.items() if c in variables}
-    privacy, signal, metric_timings = table_metrics(
+    privacy, signal = table_metrics(
         original, unshuffled_avatars, avatars, steps, name=name, types=types, ncp=ncp,
         backend=backend, privacy=privacy, signal=signal, individual_level=individual_level,
         privacy_options=privacy_options,
@@ -134,15 +141,17 @@ def _table_part(
     rows = [[tr("rows x columns"), tr("{rows} x {columns} -> {avatars} avatars",
                                       rows=len(original), columns=original.shape[1],
                                       avatars=len(avatars))]]
-    rows += [[key, _text(value, tr)] for key, value in (parameters or {}).items()]
+    rows += [_parameter(key, value, tr) for key, value in (parameters or {}).items()]
     rows += [[tr(f"{kind} columns"), ", ".join(map(str, columns)) or tr("none")]
              for kind, columns in kinds.items()]
     part.section("parameters", tr("Run parameters"),
                  *_knowingly_released(knowingly_released, tr),
                  _text_table([tr("parameter"), tr("value")], rows))
 
-    all_timings = {**{tr("avatarization: {step}", step=k): v for k, v in (timings or {}).items()},
-                   **{tr(k): v for k, v in metric_timings.items()}}
+    all_timings = {tr("avatarization: {step}", step=tr(k)): v for k, v in (timings or {}).items()}
+    all_timings.update((tr(label), metrics.seconds) for label, metrics in (
+        ("privacy metrics", privacy), ("signal metrics", signal), ("attacks", attacks))
+        if getattr(metrics, "seconds", None) is not None)
     rows = [[step, tr.number(seconds, ".3f")] for step, seconds in all_timings.items()]
     rows.append([Cell(tr("total"), "strong"),
                  Cell(tr.number(sum(all_timings.values()), ".3f"), "strong")])
@@ -201,6 +210,7 @@ def _table_part(
     if advice is not None:
         part.section("advice", tr("Parameter advice"), *advice_blocks(advice, tr))
     if attacks is not None:
+        lead += " " + attacks_headline(attacks, tr)
         part.section("attacks", tr("Attack-based risks"), *attack_blocks(attacks, tr))
     part.lead = lead
     return part
@@ -308,20 +318,47 @@ def advice_blocks(advice: Any, tr: Translator) -> list:
     ]
 
 
+def _interval(result: Any, tr: Translator) -> str:
+    return tr("[{low}, {high}]", low=tr.number(result.risk_low, ".3f"),
+              high=tr.number(result.risk_high, ".3f"))
+
+
+def attacks_headline(attacks: AttackMetrics, tr: Translator) -> str:
+    """The attacks in a sentence or two: the highest risk of an attack that beats a random
+    guess; those that do not learn nothing, whatever their risk, and are never the
+    headline."""
+    highest = attacks.highest()
+    if highest is None:
+        return tr("Attacks: none does better than a random guess, so none learns anything from "
+                  "the release.")
+    text = tr("Attacks: {measurable} of {total} with a measurable risk; the highest, {attack}, "
+              "{risk} {interval}.", measurable=len(attacks.measurable_risks),
+              total=len(attacks.results), attack=highest.label,
+              risk=tr.number(highest.risk, ".3f"), interval=_interval(highest, tr))
+    if attacks.learning_nothing:
+        text += " " + tr("No better than a random guess, so learning nothing whatever their "
+                         "risk: {attacks}.",
+                         attacks=", ".join(r.label for r in attacks.learning_nothing))
+    return text
+
+
+def _attack_verdict(result: Any, tr: Translator) -> Cell:
+    if not result.better_than_baseline:
+        return Cell(tr("learns nothing"), "none")
+    if result.measurable:
+        return Cell(tr("measurable risk"), "fail")
+    return Cell(tr("no measurable risk"), "pass")
+
+
 def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
-    """Each attack's risk with its confidence interval, the rates behind it, a verdict."""
-    rows = []
-    for result in attacks.results:
-        name = result.attack if result.secret is None else f"{result.attack} ({result.secret})"
-        rows.append([
-            Cell(name, "code"), Cell(tr.number(result.risk, ".3f")),
-            Cell(tr("[{low}, {high}]", low=tr.number(result.risk_low, ".3f"),
-                    high=tr.number(result.risk_high, ".3f"))),
-            Cell(tr.number(result.attack_rate, ".3f")), Cell(tr.number(result.control_rate, ".3f")),
-            Cell(tr.number(result.baseline_rate, ".3f")), Cell(str(result.n_attacks)),
-            Cell(tr("measurable risk"), "fail") if result.measurable
-            else Cell(tr("no measurable risk"), "pass"),
-        ])
+    """The headline, then each attack's risk with its confidence interval, the rates behind
+    it and a verdict (an attack no better than a random guess learns nothing)."""
+    rows = [[
+        Cell(result.label, "code"), Cell(tr.number(result.risk, ".3f")),
+        Cell(_interval(result, tr)), Cell(tr.number(result.attack_rate, ".3f")),
+        Cell(tr.number(result.control_rate, ".3f")), Cell(tr.number(result.baseline_rate, ".3f")),
+        Cell(str(result.n_attacks)), _attack_verdict(result, tr),
+    ] for result in attacks.results]
     confidence = attacks.results[0].confidence_level if attacks.results else 0.95
     tolerance = tr.number(100 * INFERENCE_TOLERANCE, "g")
     level = tr.number(100 * confidence, "g")
@@ -332,11 +369,13 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
                                [[Cell(k, "code"), tr(v, tolerance=tolerance)]
                                 for k, v in ATTACK_DESCRIPTIONS.items()])
     return [
+        Text(attacks_headline(attacks, tr), "lead"),
         Text(tr("Attacks by an adversary who holds the release and some of a person's values "
                 "(Giomi et al., PETS 2023, as in anonymeter). Risk = (success on the originals - "
                 "success on the holdout) / (1 - success on the holdout): only what the release "
                 "teaches beyond people who are not in it counts; 0 is no risk, 1 the whole "
-                "room for it.")),
+                "room for it. An attack that does no better than a random guess learns nothing, "
+                "whatever its risk.")),
         Table(headers, rows, numeric=frozenset({1, 3, 4, 5, 6})),
         definitions,
     ]
@@ -346,7 +385,7 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
 def _scenario_table(frame: pd.DataFrame, columns: list[str], tr: Translator) -> Table:
     rows = []
     for _, row in frame.iterrows():
-        cells = [Cell(str(row["table"])), Cell(str(row["scenario"])), Cell(str(row["reference"])),
+        cells = [Cell(str(row["table"])), Cell(tr(row["scenario"])), Cell(str(row["reference"])),
                  Cell(row["via"] if isinstance(row.get("via"), str) else "")]
         cells += [Cell(tr.number(row.get(c))) for c in columns]
         passed = row["all_passed"]
@@ -354,12 +393,13 @@ def _scenario_table(frame: pd.DataFrame, columns: list[str], tr: Translator) -> 
         rows.append(cells)
     headers = [tr("table"), tr("scenario"), tr("reference"), tr("via"), *columns,
                tr("all targets")]
-    return Table(headers, rows, numeric=frozenset(range(4, 4 + len(columns))))
+    return Table(headers, rows, numeric=frozenset(range(4, 4 + len(columns))), key_columns=4)
 
 
-def _summary_matrix(summary: pd.DataFrame, result: Any, tr: Translator) -> list:
+def _summary_matrix(summary: pd.DataFrame, result: Any, scenarios: set[str],
+                    tr: Translator) -> list:
     """The summary matrix (``relational.scenarios.metrics_summary``), each cell coloured by its
-    pass flag."""
+    pass flag, and a sentence on each of the ``scenarios`` measured."""
     db = result.database
     tables = db.topological_order()
     cells = {(row["table"], row["reference"]): row for _, row in summary.iterrows()}
@@ -372,7 +412,7 @@ def _summary_matrix(summary: pd.DataFrame, result: Any, tr: Translator) -> list:
                 row_cells.append(Cell("—", "cell-empty"))
                 continue
             text = tr("{scenario}: {hidden} % (LC {cloaking}) {verdict}",
-                      scenario=cell["scenario"], hidden=tr.number(cell["hidden_rate"], ".1f"),
+                      scenario=tr(cell["scenario"]), hidden=tr.number(cell["hidden_rate"], ".1f"),
                       cloaking=tr.number(cell["local_cloaking"]),
                       verdict=tr("pass") if cell["passed"] else tr("FAIL"))
             row_cells.append(Cell(text, "cell-pass" if cell["passed"] else "cell-fail"))
@@ -385,6 +425,9 @@ def _summary_matrix(summary: pd.DataFrame, result: Any, tr: Translator) -> list:
         Text(tr("Rows: the people protected (individual-level tables); columns: the table they "
                 "are measured against. Each cell is the worst scenario: hidden rate and median "
                 "local cloaking (LC); pass means {rule}.", rule=rule), "note"),
+        _text_table([tr("scenario"), tr("definition")],
+                    [[tr(name), tr(text)] for name, text in SCENARIO_DESCRIPTIONS.items()
+                     if name in scenarios]),
     ]
 
 
@@ -405,11 +448,11 @@ def _database_part(
     new_figure = _matplotlib()
     db = result.database
     order = db.topological_order()
-    privacy, signal, metric_timings = database_metrics(result, steps, name, privacy, signal)
+    privacy, signal = database_metrics(result, steps, name, privacy, signal)
     summary = result.metrics_summary(privacy)
     part = Part(slug or slugify(name), name, "database", "", tr.language, level)
 
-    rows = [["seed", str(result.parameters.seed)], ["backend", str(result.parameters.backend)]]
+    rows = [_parameter(key, getattr(result.parameters, key), tr) for key in ("seed", "backend")]
     table_rows = []
     for table in order:
         parents = ", ".join(f"{link.parent} ({link.foreign_key})" for link in db.parents_of(table))
@@ -429,24 +472,26 @@ def _database_part(
     rows = []
     for table in order:
         timings = result.table_results[table].timings
-        detail = ", ".join(f"{k} {tr.number(v, '.2f')}" for k, v in timings.items())
+        detail = ", ".join(f"{tr(k)} {tr.number(v, '.2f')}" for k, v in timings.items())
         rows.append([tr("avatarization: {step}", step=table),
                      tr.number(sum(timings.values()), ".3f"), detail])
-    rows += [[tr("metrics: {kind} scenarios", kind=tr(k)), tr.number(v, ".3f"), ""]
-             for k, v in metric_timings.items()]
+    rows += [[tr("metrics: {kind} scenarios", kind=tr(kind)), tr.number(metrics.seconds, ".3f"), ""]
+             for kind, metrics in (("privacy", privacy), ("signal", signal))
+             if getattr(metrics, "seconds", None) is not None]
     if seconds is not None:
         rows.append([Cell(tr("whole database run"), "strong"),
                      Cell(tr.number(seconds, ".3f"), "strong"), tr("avatarization and linking")])
     part.section("timings", tr("Timings (seconds)"),
                  _text_table([tr("step"), tr("seconds"), tr("detail")], rows, numeric=(1,)))
 
+    scenarios = {entry.scenario for entry in (*privacy, *signal)}
     part.section("summary-matrix", tr("Privacy summary matrix"),
-                 *_summary_matrix(summary, result, tr))
+                 *_summary_matrix(summary, result, scenarios, tr))
 
     link_rows, figures = [], []
     for link in result.links:
         link_rows.append([
-            link.parent, f"{link.child}.{link.foreign_key}", link.method,
+            link.parent, f"{link.child}.{link.foreign_key}", Cell(link.method, "code"),
             tr.number(link.cardinality_similarity), tr.number(link.referential_integrity),
             tr.number(link.total_cost), tr.number(link.n_blocks),
         ])

@@ -1,6 +1,6 @@
-"""The report's plots, drawn by matplotlib's Agg backend as PNG figures
-(``pip install 'gpu_avatar[report]'``), labelled in the report's language: projection,
-per-variable distributions, correlation matrices, local cloaking, children per parent."""
+"""The report's plots, drawn by matplotlib's Agg backend as PNG figures, labelled in the
+report's language: projection, per-variable distributions, correlation matrices, local
+cloaking, children per parent."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from ..encoding import CONTINUOUS, TableEncoder
-from ..errors import import_extra
 from ..metrics import PrivacyMetrics, SignalMetrics
 from ..metrics.targets import PRIVACY_TARGETS
 from .document import Figure
@@ -27,14 +26,8 @@ MAX_MODALITIES = 15  # per categorical variable, the most frequent in the origin
 LOCAL_CLOAKING_TARGET = PRIVACY_TARGETS["local_cloaking"].threshold
 
 
-def require_matplotlib() -> None:
-    """Raise ``MissingExtraError`` (naming the ``report`` extra) when matplotlib is missing."""
-    import_extra("matplotlib", "report", "the report")
-
-
 def _matplotlib():
     """A figure factory on the Agg canvas (no pyplot, no global backend change)."""
-    require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

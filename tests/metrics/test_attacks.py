@@ -98,11 +98,16 @@ def test_frame_has_one_row_per_attack(risks):
 
 
 def test_same_seed_same_risks_and_inputs_untouched(release):
+    """The same seed, an integer or one SeedSequence object given twice, gives the same
+    risks."""
     training, avatars, holdout, types = release
     before = [t.copy() for t in (training, avatars, holdout)]
+    sequence = np.random.SeedSequence(3)
     runs = [ga.attack_metrics(training, avatars, holdout, types=types, secrets=["arms"],
-                              seed=3, singling_out_queries=100).to_frame() for _ in range(2)]
-    pd.testing.assert_frame_equal(*runs)
+                              seed=seed, singling_out_queries=100).to_frame()
+            for seed in (3, sequence, sequence)]
+    pd.testing.assert_frame_equal(runs[0], runs[1])
+    pd.testing.assert_frame_equal(runs[1], runs[2])
     for table, copy in zip((training, avatars, holdout), before, strict=True):
         pd.testing.assert_frame_equal(table, copy)
 
@@ -115,6 +120,35 @@ def test_gpu_risks_equal_the_cpu(gpu, release):
     cpu = ga.attack_metrics(training, avatars, holdout, backend="cpu", **options)
     device = ga.attack_metrics(training, avatars, holdout, backend=gpu, **options)
     pd.testing.assert_frame_equal(device.to_frame(), cpu.to_frame())
+
+
+def test_an_attack_no_better_than_a_random_guess_is_never_the_headline():
+    """Near a success rate of 1 the risk magnifies chance differences: an inference right for
+    1709 of 1711 people, as a random guess is, learns nothing whatever its risk."""
+    from gpu_avatar.cli.commands import _attacks_line
+    from gpu_avatar.metrics.attacks import _result
+    from gpu_avatar.report.language import Translator
+    from gpu_avatar.report.parts import attacks_headline
+
+    chance = _result("inference", "zprior", 1711, 1709, 428, 426, 1709, 0.95)
+    assert chance.risk > 0.3 and chance.measurable and not chance.better_than_baseline
+    real = _result("linkability", None, 1711, 160, 428, 3, 2, 0.95)
+    small = _result("inference", "age", 1711, 300, 428, 70, 60, 0.95)  # not measurable
+    attacks = ga.AttackMetrics([small, chance, real])
+    assert attacks.highest() is real and attacks.learning_nothing == [chance]
+    assert attacks.measurable_risks == [real]
+    assert _attacks_line(attacks) == (
+        f"attacks: 1 of 3 with a measurable risk; highest linkability {real.risk:.3f} "
+        f"[{real.risk_low:.3f}, {real.risk_high:.3f}]; no better than a random guess, so "
+        "learning nothing: inference (zprior)")
+    english = attacks_headline(attacks, Translator("en"))
+    assert "the highest, linkability" in english and english.endswith(": inference (zprior).")
+    french = attacks_headline(attacks, Translator("fr"))
+    assert "le plus élevé, linkability" in french and "rien appris" in french
+    nothing = ga.AttackMetrics([chance])
+    assert nothing.highest() is None and "none does better than a random guess" in \
+        _attacks_line(nothing)
+    assert "aucune ne fait mieux" in attacks_headline(nothing, Translator("fr"))
 
 
 def test_wilson_rate_and_residual_risk_by_hand():

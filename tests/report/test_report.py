@@ -148,16 +148,6 @@ def test_report_api_for_a_table(datasets_path, tmp_path):
     assert "Sample_code_number" in path.read_text()  # listed as an identifier column
 
 
-def test_report_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
-    df = pd.DataFrame({"x": np.arange(30.0) + 0.5, "y": np.arange(30) % 2})
-    result = ga.avatarize(df, k=3, seed=0)
-    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
-        monkeypatch.setitem(__import__("sys").modules, name, None)
-    with pytest.raises(ga.MissingExtraError, match=r"pip install 'gpu_avatar\[report\]'"):
-        ga.write_report(result, tmp_path / "report.html")
-    assert not (tmp_path / "report.html").exists()
-
-
 # ------------------------------------------------------------------ PDF, French, evidence
 def _poppler(tool: str) -> str:
     path = shutil.which(tool)
@@ -233,10 +223,92 @@ def test_html_report_gets_the_advice_and_attack_sections_in_both_languages(evide
     text = english.read_text()
     assert "k = 20 (recommended)" in text and "Attack-based risks" in text
     assert "<code>inference (arms)</code>" in text
-    calm = sum(not r.measurable for r in attacks.results)
-    assert text.count('<span class="badge pass">no measurable risk</span>') == calm
-    assert text.count('<span class="badge fail">measurable risk</span>') == \
-        len(attacks.results) - calm
+    risky, nothing = len(attacks.measurable_risks), len(attacks.learning_nothing)
+    assert text.count('<span class="badge fail">measurable risk</span>') == risky
+    assert text.count('<span class="badge none">learns nothing</span>') == nothing
+    assert text.count('<span class="badge pass">no measurable risk</span>') == \
+        len(attacks.results) - risky - nothing
+    highest = attacks.highest()
+    assert f"the highest, {highest.label}, {highest.risk:.3f}" in text  # in the lead too
+    # the timings: the avatarization's steps, the metrics and the attacks
+    for step in ("avatarization: fit", "avatarization: neighbours", "privacy metrics",
+                 "signal metrics", "attacks"):
+        assert f"<td>{step}</td>" in text, step
+
+
+def _pdf_text(path) -> str:
+    return subprocess.run([_poppler("pdftotext"), path, "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def french_pdfs(evidence, tmp_path_factory):
+    """The French PDFs of the AIDS table with its advice and attacks, and of the bundled
+    database."""
+    from gpu_avatar.demo import load_hospital_database
+
+    result, advice, attacks = evidence
+    folder = tmp_path_factory.mktemp("french")
+    database = ga.avatarize_database(load_hospital_database(), k=10, seed=0)
+    return [ga.write_report(result, folder / "table.pdf", name="AIDS", language="fr",
+                            advice=advice, attacks=attacks),
+            ga.write_report(database, folder / "database.pdf", language="fr")]
+
+
+def _english_texts() -> list[str]:
+    """What a French report must not show: every English text of the report whose French
+    differs, as the phrases of two words or more between its fields, and the words of the
+    API that a French report translates (steps of a run, scenarios, None)."""
+    from gpu_avatar.report import data, language
+
+    phrases = {"None", "batch plan", "neighbours", "synthesis", "decode", "rebuild",
+               *data.SCENARIO_DESCRIPTIONS}
+    for english, french in language.FRENCH.items():
+        if french != english:
+            for phrase in re.split(r"\{\w*\}", english):
+                if len(re.findall(r"[^\W\d][\w'-]*", phrase)) >= 2:
+                    phrases.add(" ".join(phrase.split()))
+    return sorted(phrases)
+
+
+def test_a_french_pdf_has_no_english(french_pdfs):
+    for path in french_pdfs:
+        text = " ".join(_pdf_text(path).replace("\u00a0", " ").split())
+        left = [english for english in _english_texts()
+                if re.search(rf"(?<![\w-]){re.escape(english)}(?![\w-])", text)]
+        assert not left, (path.name, left)
+    tables = " ".join(_pdf_text(french_pdfs[1]).split())
+    for scenario in ("table seule", "enrichie par les enfants", "enfants liés au parent",
+                     "enfants enrichis par le parent"):
+        assert tables.count(scenario) >= 2, scenario  # in the tables, and explained
+
+
+def test_pdf_tables_break_no_word_and_pages_are_filled(french_pdfs, tmp_path):
+    """No word is cut across two lines (a line ending with the start of a word the report
+    holds whole and the next starting with its end), and no page but the last is left
+    two-thirds blank."""
+    from matplotlib.image import imread
+
+    word = re.compile(r"[^\W\d][\w'’-]*")
+    for path in french_pdfs:
+        lines = [line.strip() for line in _pdf_text(path).splitlines()]
+        words = {w for line in lines for w in word.findall(line)}
+        cut = []
+        for line, following in zip(lines, lines[1:], strict=False):
+            ends, starts = word.findall(line), word.findall(following)
+            if ends and starts and line.endswith(ends[-1]) and following.startswith(starts[0]) \
+                    and ends[-1] + starts[0] in words:
+                cut.append((ends[-1], starts[0]))
+        assert not cut, (path.name, cut)
+        _poppler("pdftoppm")
+        subprocess.run(["pdftoppm", "-png", "-r", "30", path, tmp_path / path.stem], check=True,
+                       timeout=120)
+        pages = sorted(tmp_path.glob(f"{path.stem}-*.png"))
+        for page in pages[:-1]:
+            grey = imread(page)[..., :3].mean(axis=2)
+            ink = np.nonzero((grey < 0.95).any(axis=1))[0]
+            body = ink[ink < 0.93 * len(grey)]  # the footer left out
+            assert body.max() > len(grey) / 3, page.name
 
 
 def test_every_report_text_has_its_french(evidence):
