@@ -90,3 +90,13 @@ def test_the_report_refuses_the_released_file(wbcd):
 
     with pytest.raises(ga.FixableError, match="not row-aligned"):
         table_part(wbcd.df, _released(wbcd.published), types=wbcd.metric_types, ncp=2)
+
+
+def test_the_gpu_counts_the_same_pairs(wbcd, gpu):
+    x, y = _coordinates(wbcd)
+    for avatars in (y, y[np.random.default_rng(1).permutation(len(y))]):
+        expected = alignment_test(x, avatars, CPU)
+        assert alignment_test(gpu.asarray(x), gpu.asarray(avatars), gpu) == expected
+    released = _released(wbcd.published)
+    with pytest.raises(ga.FixableError, match="not row-aligned"):
+        ga.privacy_metrics(wbcd.df, released, ncp=2, types=wbcd.metric_types, backend=gpu)
