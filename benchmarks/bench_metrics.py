@@ -207,7 +207,8 @@ def run_mixed(table: pd.DataFrame, backend: str) -> dict:
 def warmed_mixed_table(n_rows: int) -> pd.DataFrame:
     """The table, with the avatarization's and the metrics' kernels loaded (untimed)."""
     small = make_mixed_table(500, seed=1)
-    gpu_avatar.privacy_metrics(small, gpu_avatar.avatarize(small, k=MIXED_K, ncp=NCP).avatars)
+    gpu_avatar.privacy_metrics(
+        small, gpu_avatar.avatarize(small, k=MIXED_K, ncp=NCP).sensitive_unshuffled_avatars)
     compile_kernels()
     return make_mixed_table(n_rows, seed=0)
 

@@ -14,6 +14,11 @@
     gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html|report.pdf]
     gpu-avatar demo [OUTPUT_DIR]
 
+``metrics`` and ``report`` refuse avatars that are not row-aligned with the originals (a
+released, shuffled file: ``metrics/checks.py``) and, when the manifest that ``avatarize
+--unshuffled-output FILE`` writes (``FILE.manifest.json``, ``manifest.py``) lies next to
+them, originals other than those they were made from.
+
 Tables are CSV or Parquet, by file name; databases are SQLAlchemy URLs (sqlite:///file.db,
 postgresql://user:password@host/db), shown without their password. Progress bars go to stderr
 when it is a terminal (``--quiet`` turns them off). Any bad input prints one line
@@ -60,6 +65,7 @@ from ..parameters import (
 from ..parsing import DECIMAL_MARKS
 from ..report.language import LANGUAGES
 from ..sql.write import IF_EXISTS
+from .manifest import check_manifest, manifest_path, write_manifest
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
@@ -139,6 +145,8 @@ def _privacy_options(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.command in ("metrics", "report"):
         options["engine"] = args.engine
+        if args.no_alignment_check:
+            options["check_alignment"] = False
     return {key: value for key, value in options.items() if value is not None}
 
 
@@ -295,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_language(command)
     command.add_argument("--unshuffled-output", metavar="FILE",
                          help="also write the unshuffled avatars (row i = avatar of row i; "
-                         "SENSITIVE, for `gpu-avatar metrics` only, never release it)")
+                         "SENSITIVE, for `gpu-avatar metrics` only, never release it) and "
+                         "FILE.manifest.json (the originals' hash, parameters, seed)")
     _add_types(command)
     _add_metric_options(command)
     _add_common(command, suppress=True)
@@ -356,6 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--backend", choices=BACKENDS, default=DEFAULTS.backend)
         command.add_argument("--engine", choices=METRIC_ENGINES, default="auto",
                              help="the exact distance-rank reduction (default auto)")
+        command.add_argument("--no-alignment-check", action="store_true",
+                             help="skip the test that refuses avatars not row-aligned with the "
+                             "originals (a shuffled file), for unshuffled avatars it cannot "
+                             "tell: fewer than 40 rows, k close to the row count")
         if name == "metrics":
             command.add_argument("--output", metavar="FILE",
                                  help="also write the metrics (.csv or .json)")
@@ -464,6 +477,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     paths = OutputPaths({"INPUT": args.input, "--holdout": args.holdout})
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
+    manifest = unshuffled and paths.add("--unshuffled-output", manifest_path(unshuffled))
     if args.report:
         from ..report import report_format, write_report
 
@@ -495,6 +509,8 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
             write_table(result.avatars, output, **written)
             if unshuffled:
                 write_table(result.sensitive_unshuffled_avatars, unshuffled, **written)
+                with atomic_path(manifest) as temporary:
+                    write_manifest(temporary, df, args.input, result)
         if args.report:
             with steps.step("privacy metrics"):
                 privacy = result.privacy_metrics(**_privacy_options(args))
@@ -514,7 +530,8 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in {seconds:.2f} s "
          f"(k {result.parameters.k}, ncp {result.parameters.ncp}, seed {result.seed})")
     if unshuffled:
-        _say(f"wrote the unshuffled avatars to {unshuffled} (sensitive: do not release)")
+        _say(f"wrote the unshuffled avatars to {unshuffled} (sensitive: do not release) and "
+             f"what they were made from to {manifest}")
     knowingly = knowingly_released_line(result.knowingly_released)
     if knowingly:
         _say(knowingly)
@@ -560,8 +577,10 @@ def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
 
 def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
     """Original and avatars, identifier columns dropped, avatar dtypes cast to the original's
-    where CSV inference differs (e.g. integers read back as floats)."""
+    where CSV inference differs (e.g. integers read back as floats); the avatars' manifest, if
+    any, must name these originals."""
     original = read_input(args.original, args).frame
+    check_manifest(args.avatars, original, args.original)
     avatars = read_input(args.avatars, args).frame
     types = column_types(original, args)
     identifiers = [c for c, kind in types.items() if kind == IDENTIFIER]

@@ -39,6 +39,7 @@ from .kinds import (
     CONTINUOUS,
     IDENTIFIER,
     check_structure,
+    column_scales,
     detect_kind,
     is_datetime,
     is_text,
@@ -246,9 +247,9 @@ class TableEncoder:
             raw = np.column_stack(
                 [self.continuous_values(self.specs_[c], df[c]) for c in self.continuous_columns_]
             )
-            self._knn_scale = (np.nanmean(raw, axis=0), np.nanstd(raw, axis=0) + 1e-300)
-            mean, std = self._knn_scale
-            self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - mean) / std)
+            mean = np.nanmean(raw, axis=0)
+            self._knn_scale = (mean, column_scales(np.nanstd(raw, axis=0), mean))
+            self._knn_imputer = KNNImputer(n_neighbors=5).fit((raw - mean) / self._knn_scale[1])
         self._fills = True
 
     def empty_columns(self) -> list[Any]:
@@ -368,7 +369,9 @@ class TableEncoder:
         if continuous_missing.any():
             if self.imputation == "knn":
                 mean, std = self._knn_scale
-                continuous = self._knn_imputer.transform((continuous - mean) / std) * std + mean
+                imputed = self._knn_imputer.transform((continuous - mean) / std)
+                imputed = imputed * np.where(np.isinf(std), 0.0, std) + mean  # a constant: mean
+                continuous = np.where(continuous_missing, imputed, continuous)
             else:
                 fills = np.array([self.specs_[c].fill_value for c in self.continuous_columns_])
                 continuous = np.where(continuous_missing, fills, continuous)

@@ -3,19 +3,26 @@
 A column is ``continuous`` (numbers; datetimes and timedeltas, as seconds), ``categorical``
 (text held as object, str, string or category; booleans; category) or an ``identifier`` (only
 when declared: left out of the projection, given fresh values). ``detect_kind`` decides from
-the dtype; ``types`` overrides it.
+the dtype; ``types`` overrides it. ``column_scales``: a continuous column whose spread is
+negligible against its magnitude is a constant wherever columns are scaled.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import KINDS
 
 CONTINUOUS, CATEGORICAL, IDENTIFIER = KINDS
+# Float64 rounding alone spreads a constant: a sum of n values carries a relative error up to
+# n * 1.1e-16 (pandas' and numpy's group sums add in sequence), so that averaging, aggregating
+# or converting equal values leaves them up to ~1e-9 apart for millions of terms. A recorded
+# variable varies in its first nine significant digits.
+CONSTANT_SPREAD = 1e-9  # relative to the column's magnitude
 
 
 def is_datetime(dtype: Any) -> bool:
@@ -47,6 +54,17 @@ def same_values_kind(fitted: Any, given: Any) -> bool:
         return pd.api.types.is_bool_dtype(fitted) and pd.api.types.is_bool_dtype(given)
     numeric = pd.api.types.is_numeric_dtype
     return numeric(fitted) and numeric(given)
+
+
+def column_scales(spread: Any, magnitude: Any) -> np.ndarray:
+    """The divisors that scale continuous columns: each one's ``spread`` (a std or a range),
+    infinite where that spread is at most ``CONSTANT_SPREAD`` of the column's ``magnitude``
+    (its mean) or float64's smallest normal: such a column is a constant, and its scaled
+    values are 0, so that rounding noise is never magnified into a variable. Used by the
+    projections (avatarization, metrics, scenarios), the k-NN imputation and the attacks."""
+    spread = np.asarray(spread, dtype=np.float64)
+    negligible = np.maximum(CONSTANT_SPREAD * np.abs(magnitude), np.finfo(np.float64).tiny)
+    return np.where(spread <= negligible, np.inf, spread)
 
 
 def detect_kind(series: pd.Series) -> str:

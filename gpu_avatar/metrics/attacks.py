@@ -50,6 +50,7 @@ import pandas as pd
 
 from ..backend import Backend, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
+from ..encoding.kinds import column_scales
 from ..errors import AvatarError, AvatarTypeError
 from ..neighbours.references import most_references, nearest_references
 from ..parameters import (
@@ -218,6 +219,15 @@ class _Values:
     variables: list[Any]
 
     @property
+    def constant(self) -> np.ndarray:
+        """Per variable: a number constant among the originals (``column_scales``: a std
+        negligible against the mean), which no distance should weigh."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+            spread, mean = np.nanstd(self.original, axis=0), np.nanmean(self.original, axis=0)
+        return ~self.categorical & np.isinf(column_scales(spread, mean))
+
+    @property
     def exact(self) -> np.ndarray:
         """Per variable: guessed exactly (categories, datetimes, timedeltas)."""
         return self.categorical | self.times
@@ -251,15 +261,18 @@ def _unique_rows(values: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ mixed-type distance
-def _scaled(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray):
+def _scaled(attacked: np.ndarray, avatars: np.ndarray, categorical: np.ndarray,
+            constant: np.ndarray):
     """``(attacked, avatars)`` with each number divided by its column's range over the two
-    (anonymeter: a difference is then at most 1, as between two categories); codes
-    unchanged. Column by column, so any subset of columns is a slice of it."""
+    (anonymeter: a difference is then at most 1, as between two categories), a ``constant``
+    one by infinity (it weighs nothing: 0, or NaN where missing); codes unchanged. Column by
+    column, so any subset of columns is a slice of it."""
     both = np.vstack([attacked, avatars])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
         span = np.nanmax(both, axis=0) - np.nanmin(both, axis=0)
     span = np.where(categorical | ~np.isfinite(span) | (span == 0), 1.0, span)
+    span = np.where(constant, np.inf, span)
     return attacked / span, avatars / span
 
 
@@ -644,7 +657,8 @@ def attack_metrics(
         with steps.step(f"singling out ({mode})"):
             results.append(_singling_out(distinct, values.categorical, mode, n_queries,
                                          n_columns, max_attempts, confidence, backend, rngs[0]))
-    scaled = {name: _scaled(getattr(values, name), values.avatars, values.categorical)
+    constant = values.constant
+    scaled = {name: _scaled(getattr(values, name), values.avatars, values.categorical, constant)
               for name in ("original", "holdout")}
     with steps.step("linkability"):
         results.append(_linkability(values, scaled,

@@ -49,12 +49,13 @@ from ..parameters import (
     IMPUTATIONS,
     METRIC_ENGINES,
     check_choice,
+    check_flag,
     check_ncp,
     check_number,
     check_types,
 )
 from ..projection.projection import Projection, projection_kind
-from .checks import check_same_table, check_variables
+from .checks import check_row_alignment, check_same_table, check_variables
 from .reductions import DistanceRanks, distance_ranks
 from .targets import PRIVACY_TARGETS, metrics_frame
 from .timing import timed
@@ -255,8 +256,15 @@ def privacy_metrics(
     closest_rate_ratio_threshold: float = 0.3,
     engine: str = "auto",
     reduction: Callable[[Any, Any, Backend], DistanceRanks] | None = None,
+    check_alignment: bool = True,
 ) -> PrivacyMetrics:
     """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
+
+    Avatars that cannot be told from a shuffled file (the release) are refused: every
+    metric would then compare an original with someone else's avatar and pass; the sign test
+    and its level are in ``checks.py``. ``check_alignment=False`` skips it, for avatars
+    aligned by construction or that the test cannot tell (fewer than 40 rows, k close to
+    the number of rows).
 
     ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
     values for the metric projection only (the mean by default, as for the published reference
@@ -270,6 +278,7 @@ def privacy_metrics(
         original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
     )
     ncp = check_ncp(ncp)
+    check_alignment = check_flag("check_alignment", check_alignment)
     check_choice("engine", engine, METRIC_ENGINES)
     check_choice("imputation", imputation, IMPUTATIONS)
     types = check_types(types)
@@ -302,6 +311,8 @@ def privacy_metrics(
     ensure_fits(backend, n, 8 * (7 * ncp + 16), f"privacy metrics of {n:,} rows")
 
     x, (y,), encoder = metric_coordinates(original, [avatars], ncp, types, imputation, backend)
+    if check_alignment:
+        check_row_alignment(x, y, backend)
     if reduction is None:
         ranks = distance_ranks(x, y, backend, engine)
     else:

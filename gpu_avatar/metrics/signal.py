@@ -7,12 +7,13 @@ Order-free: the released, shuffled avatars are fine, and row counts may differ.
   of modalities, missing counted as one more modality. Continuous (datetimes as seconds):
   ``bins`` (default ``HELLINGER_BINS``) equal-width bins spanning the minimum to the maximum
   of BOTH samples' non-missing values together (one edge set per variable, shared by both),
-  plus one bin for missing values; a constant variable is one bin.
+  plus one bin for missing values; a constant variable (a range negligible against the mean,
+  ``encoding.kinds.column_scales``) is one bin.
 - ``hellinger_mean``, ``hellinger_std``: mean and population std over variables.
 - ``correlation_difference_ratio``: mean over pairs of continuous variables of
   ``|rho_original - rho_avatar|`` (Pearson, pairwise-complete observations), in %; pairs where
-  either correlation is undefined (a constant column) are left out; None with fewer than two
-  continuous variables.
+  either correlation is undefined (a constant column, as above by its std) are left out; None
+  with fewer than two continuous variables.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pandas as pd
 
 from ..backend import CPU, Backend, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..encoding.kinds import column_scales
 from ..errors import AvatarError
 from ..parameters import check_integer, check_types
 from .checks import check_same_table
@@ -74,9 +76,10 @@ def continuous_hellinger(original, avatar, bins: int, backend: Backend = CPU) ->
     pooled = xp.concatenate([original, avatar])
     pooled = pooled[~xp.isnan(pooled)]
     low, high = float(pooled.min()), float(pooled.max())
+    varies = np.isfinite(column_scales(high - low, float(pooled.mean())))
     # edges from the host on every backend: a device's linspace may round them differently
     edges = backend.asarray(
-        np.linspace(low, high, bins + 1) if high > low else np.array([low, low + 1.0])
+        np.linspace(low, high, bins + 1) if varies else np.array([low, high + 1.0])
     )
 
     def distribution(values):
@@ -92,9 +95,18 @@ def correlation_difference_ratio(original: pd.DataFrame, avatar: pd.DataFrame) -
     if original.shape[1] < 2:
         return None
     upper = np.triu_indices(original.shape[1], k=1)
-    difference = np.abs(original.corr().to_numpy()[upper] - avatar.corr().to_numpy()[upper])
+    difference = np.abs(_correlations(original)[upper] - _correlations(avatar)[upper])
     difference = difference[np.isfinite(difference)]
     return float(100.0 * difference.mean()) if difference.size else None
+
+
+def _correlations(frame: pd.DataFrame) -> np.ndarray:
+    """Pearson correlations, undefined (NaN) for a constant column."""
+    correlations = frame.corr().to_numpy(copy=True)
+    constant = np.isinf(column_scales(frame.std(ddof=0).to_numpy(), frame.mean().to_numpy()))
+    correlations[constant, :] = np.nan
+    correlations[:, constant] = np.nan
+    return correlations
 
 
 @timed

@@ -2,7 +2,8 @@
 
 Scaling follows saiph (the reference implementation):
 
-- continuous variable: ``(x - mean) / std`` (ddof = 0; a zero std becomes 1);
+- continuous variable: ``(x - mean) / std`` (ddof = 0); a column whose std is negligible against
+  its mean is a constant (``encoding.kinds.column_scales``): its std is infinite, it scales to 0;
 - categorical variable: one column per modality ``(I_c - p_c) / sqrt(p_c)``;
 - variable weights ``w`` repeated over modalities; the axes are the eigenvectors of
   ``diag(w) X^T X diag(w)``, i.e. the right singular vectors of ``X diag(w) / n``, un-weighted
@@ -27,6 +28,7 @@ import numpy as np
 
 from ..backend import CPU, Backend
 from ..encoding import EncodedTable, TableEncoder
+from ..encoding.kinds import column_scales
 from ..errors import AvatarError
 from ..parameters import check_column_weights
 
@@ -85,8 +87,7 @@ class Projection:
         continuous = encoded.continuous
         n = encoded.n_rows
         self.mean_ = continuous.mean(axis=0)
-        std = continuous.std(axis=0)
-        self.std_ = np.where(std <= np.finfo(np.float64).tiny, 1.0, std)
+        self.std_ = column_scales(continuous.std(axis=0), self.mean_)
         self.n_modalities_ = list(encoded.n_modalities)
         self.offsets_ = np.concatenate([[0], np.cumsum(self.n_modalities_)]).astype(np.int64)
         proportions = [
@@ -247,9 +248,8 @@ class Projection:
         inverse = backend.asarray(np.linalg.pinv(self.components_[: coordinates.shape[1]].T))
         scaled = (coordinates / self.scale_) @ inverse
         n_continuous = self.mean_.shape[0]
-        continuous = scaled[:, :n_continuous] * backend.asarray(self.std_) + backend.asarray(
-            self.mean_
-        )
+        std = np.where(np.isinf(self.std_), 0.0, self.std_)  # a constant is its mean
+        continuous = scaled[:, :n_continuous] * backend.asarray(std) + backend.asarray(self.mean_)
         proportions = backend.asarray(self.proportions_)
         frequencies = scaled[:, n_continuous:] * xp.sqrt(proportions) + proportions
         return continuous, frequencies

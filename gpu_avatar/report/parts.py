@@ -269,11 +269,13 @@ def result_part(
     **privacy_options: Any,
 ) -> Part:
     """A report part for an ``AvatarizationResult`` (``privacy_options`` as in
-    ``privacy_metrics``: ``known_variables``, ``target``, ...)."""
+    ``privacy_metrics``: ``known_variables``, ``target``, ...; its unshuffled avatars are
+    aligned by construction: no alignment test)."""
     return _table_part(
         to_pandas(result.original), to_pandas(result.sensitive_unshuffled_avatars),
         Steps(progress, "report"), Translator(language),
-        name=name, privacy=privacy, signal=signal, privacy_options=privacy_options,
+        name=name, privacy=privacy, signal=signal,
+        privacy_options={"check_alignment": False, **privacy_options},
         advice=advice, attacks=attacks, **_result_options(result),
     )
 

@@ -263,6 +263,7 @@ def privacy_metrics(
     closest_rate_percentage_threshold: float = 0.3,
     closest_rate_ratio_threshold: float = 0.3,
     block_rows: int | None = None,
+    check_alignment: bool = True,
 ) -> PrivacyMetrics:
     """``ga.privacy_metrics`` (same parameters, same values) with the distance-rank reduction
     run as Dask tasks on ``client`` (None: a LocalCluster for the call). The metric projection
@@ -294,4 +295,5 @@ def privacy_metrics(
             closest_rate_percentage_threshold=closest_rate_percentage_threshold,
             closest_rate_ratio_threshold=closest_rate_ratio_threshold,
             reduction=reduction,
+            check_alignment=check_alignment,
         )

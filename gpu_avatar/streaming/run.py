@@ -156,6 +156,7 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
                 ncp=parameters.ncp,
                 types=dict(parameters.types),
                 backend=context.model.backend,
+                check_alignment=False,  # this batch's own avatars
             )
         )
         timings["metrics"] = time.perf_counter() - tick

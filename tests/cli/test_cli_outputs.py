@@ -127,7 +127,8 @@ def test_avatarize_failing_at_the_report_leaves_every_output_as_it_was(table, tm
     monkeypatch.undo()
     status, error = run(capsys, *arguments)
     assert status == 0, error
-    assert sorted(snapshot(outputs)) == ["avatars.csv", "report.html", "unshuffled.csv"]
+    assert sorted(snapshot(outputs)) == ["avatars.csv", "report.html", "unshuffled.csv",
+                                         "unshuffled.csv.manifest.json"]
     assert len(pd.read_csv(outputs / "avatars.csv")) == 120
 
 
