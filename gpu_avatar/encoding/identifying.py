@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError, FixableError
-from ..parsing import type_text_column
+from ..parsing import SAMPLE, decimal_mark, type_text_column
 from .kinds import CATEGORICAL, CONTINUOUS, IDENTIFIER, detect_kind, is_number, is_text
 
 DISTINCT_SHARE = 0.95
@@ -114,7 +114,8 @@ def column_reason(series: pd.Series) -> str | None:
 def _typing_hint(series: pd.Series) -> str:
     """For a text column that reads as numbers or dates, the kind to declare instead."""
     try:
-        typing = type_text_column(series, decimal=".", date_format=None, where="", fix="")
+        typing = type_text_column(series, decimal=decimal_mark(series.dropna().iloc[:SAMPLE]),
+                                  date_format=None, where="", fix="")
     except AvatarError:  # dates in both day/month orders: dates all the same
         return "; its values read as dates: declare it 'datetime:FORMAT'"
     hint = {"date": "datetime", "number": "continuous", "integer": "continuous"}.get(typing.kind)
