@@ -382,8 +382,8 @@ def test_privacy_to_frame_rows_targets_and_pass_flags():
     df, avatars = _categorical_table()
     pm = _hand_metrics(df, avatars, ncp=2)
     frame = pm.to_frame()
+    assert list(frame.index) == list(PRIVACY_TARGETS)
     assert list(frame.columns) == ["value", "target", "passed", "baseline", "holdout baseline"]
-    assert list(frame.columns) == ["value", "target", "passed"]
     for name, target in PRIVACY_TARGETS.items():
         value = getattr(pm, name)
         shown, passed = frame.loc[name, "value"], frame.loc[name, "passed"]
