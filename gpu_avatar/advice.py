@@ -54,7 +54,8 @@ class Advice:
     ``parameters``: the run's parameters with that ``k`` and the sweep's seed (pass them to
     ``avatarize``); ``candidates``: one row per candidate k, every privacy metric, the mean
     Hellinger distance and correlation difference, a pass flag per target and ``passed``;
-    ``reason``: why this candidate, or what to try next.
+    ``reason``: why this candidate, or what to try next; ``shortfall``: when none passes,
+    what the closest misses (``reason`` without the advice, which names Python keywords).
     """
 
     k: int | None
@@ -64,6 +65,7 @@ class Advice:
     reason: str
     targets: dict[str, Target] = field(repr=False, default_factory=dict)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # databases: per table
+    shortfall: str = ""
 
 
 def _targets(given: Mapping[str, Any] | None, margin: float) -> dict[str, Target]:
@@ -170,6 +172,7 @@ def advise(
 def _row(k: int, privacy, signal, targets: Mapping[str, Target]) -> dict[str, Any]:
     row: dict[str, Any] = {"k": k}
     row.update({name: getattr(privacy, name) for name in PRIVACY_TARGETS})
+    row["distance_to_closest_baseline"] = privacy.distance_to_closest_baseline
     row.update({name: getattr(signal, name) for name in SIGNAL_TARGETS})
     flags = {f"{name} passed": target.passed(row[name]) for name, target in targets.items()}
     row.update(flags)
@@ -205,11 +208,21 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
     reason = (
         f"no candidate k in {list(table.index)} meets every privacy target (with a "
         f"{100 * margin:g} % margin); the closest, "
-        f"k = {closest}, misses {shown}. Try larger k (candidates=[...]), more projection axes "
-        "(ncp), column_weights that lower the weight of identifying columns, or fewer "
-        "modalities (group rare categories)"
+        f"k = {closest}, misses {shown}"
     )
-    return Advice(None, run.ncp, None, table, reason, dict(targets))
+    return Advice(None, run.ncp, None, table, f"{reason}. {next_steps(PYTHON_NAMES)}",
+                  dict(targets), shortfall=reason)
+
+
+PYTHON_NAMES = {"candidates": "candidates=[...]", "ncp": "ncp", "weights": "column_weights"}
+
+
+def next_steps(names: Mapping[str, str]) -> str:
+    """What to try when no candidate passes, with the options' ``names`` in the caller's
+    interface (Python keywords here, command-line options in the CLI)."""
+    return (f"Try larger k ({names['candidates']}), more projection axes ({names['ncp']}), "
+            f"{names['weights']} that lower the weight of identifying columns, or fewer "
+            "modalities (group rare categories)")
 
 
 def advise_database(

@@ -69,6 +69,8 @@ from .manifest import check_manifest, manifest_path, write_manifest
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
+CLI_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",
+             "weights": "--column-weights"}  # advice.next_steps, in command-line words
 ATTACK_STREAM = 0xA77AC  # avatarize --holdout: the attacks' seed is drawn from [run seed, this]
 
 PROG = "gpu-avatar"
@@ -260,6 +262,12 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
                             metavar="COLUMN=WEIGHT", help="weight of a column in the projection")
 
 
+def _add_candidates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--candidates", nargs="+", type=int, metavar="K",
+                        help="values of k that advice tries (advise, avatarize --k auto; "
+                        f"default: {' '.join(map(str, ADVICE_CANDIDATES))})")
+
+
 def _k_option(text: str) -> int | str:
     if text == AUTO:
         return AUTO
@@ -300,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--holdout", metavar="FILE",
                          help="rows of the same table kept out of INPUT (gpu-avatar split): the "
                          "report gets the attack-based risks measured against them")
+    _add_candidates(command)
     _add_language(command)
     command.add_argument("--unshuffled-output", metavar="FILE",
                          help="also write the unshuffled avatars (row i = avatar of row i; "
@@ -314,9 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
         "advise", help="the k that meets every privacy target with the least signal loss")
     command.add_argument("input", help="the original table")
     _add_parameters(command, DEFAULTS)
-    command.add_argument("--candidates", nargs="+", type=int, metavar="K",
-                         help="values of k to try (default: "
-                         f"{' '.join(map(str, ADVICE_CANDIDATES))})")
+    _add_candidates(command)
     command.add_argument("--output", metavar="FILE",
                          help="also write the candidates table (.csv or .json)")
     _add_types(command)
@@ -471,6 +478,8 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
             "--known-variables, --target and --categorical-hidden-rate-variables set the "
             "report's privacy metrics: add --report PATH"
         )
+    if args.candidates and args.k != AUTO:
+        raise UsageError("--candidates are the values of k that --k auto tries: add --k auto")
     if args.holdout and not args.report:
         raise UsageError("--holdout measures the attack-based risks for the report: add "
                          "--report PATH (or run gpu-avatar attacks)")
@@ -495,9 +504,11 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     advice = None
     if args.k == AUTO:
         with steps.step("advise"):
-            advice = ga.advise(df, types=types, **settings)
+            advice = ga.advise(df, types=types, candidates=args.candidates, **settings)
         if advice.k is None:
-            raise AvatarError(f"--k auto: {advice.reason}")
+            from ..advice import next_steps
+
+            raise AvatarError(f"--k auto: {advice.shortfall}. {next_steps(CLI_NAMES)}")
         settings.update(k=advice.k, seed=advice.parameters.seed)  # the candidate measured
         _say(f"advice: {advice.reason}")
     start = time.perf_counter()
@@ -513,7 +524,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
                     write_manifest(temporary, df, args.input, result)
         if args.report:
             with steps.step("privacy metrics"):
-                privacy = result.privacy_metrics(**_privacy_options(args))
+                privacy = result.privacy_metrics(holdout=holdout, **_privacy_options(args))
             attacks = None
             if holdout is not None:
                 seed = attack_seed(result.seed)
@@ -556,7 +567,10 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     with pd.option_context("display.max_rows", None, "display.max_columns", None,
                            "display.width", 200):
         _say(advice.candidates[shown].to_string(float_format=lambda v: f"{v:.4g}"))
-    _say(f"advice: {advice.reason}")
+    from ..advice import next_steps
+
+    _say(f"advice: {advice.shortfall}. {next_steps(CLI_NAMES)}" if advice.k is None
+         else f"advice: {advice.reason}")
     if advice.k is not None:
         _say(f"reproduce: gpu-avatar avatarize {args.input} AVATARS --k {advice.k} "
              f"--ncp {advice.ncp} --seed {advice.parameters.seed}")

@@ -9,8 +9,16 @@ metrics.md; the last five are this project's, in the reference product's spirit)
   avatar and another counts as hidden only when the other has the lower index.
 - ``local_cloaking``: median over i of ``#{j != i : d(x_i, y_j) <= d(x_i, y_i)}``.
 - ``distance_to_closest``: median over avatars of the distance to the closest original.
+  Reported, not judged: its scale is the table's. Read it beside
+  ``distance_to_closest_baseline``, the originals' median distance to their nearest OTHER
+  original in the same space (and, given a holdout, ``holdout_distance_to_closest``, the
+  holdout rows' median distance to their closest original).
 - ``closest_distances_ratio``: median over avatars of d1 / d2 (closest / second closest
-  original; 1 when d2 = 0).
+  original; 1 when d2 = 0); ``closest_distances_ratio_baseline``: the same for each original
+  among the other originals.
+- ``closer_to_training_rate`` (given a holdout): % of avatars strictly closer to an original
+  than to any holdout row (SDMetrics' DCROverfittingProtection counts these). Avatars are
+  built from the originals, so most are; the figure shows how far they stay from leaking.
 - ``closest_rate``: % of avatars not at risk; at risk = distance to closest below the
   ``closest_rate_percentage_threshold`` percentile of the originals' nearest-other distances
   AND ratio below ``closest_rate_ratio_threshold``.
@@ -44,7 +52,7 @@ import pandas as pd
 from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError
-from ..neighbours.search import nearest_neighbours
+from ..neighbours.search import nearest_neighbours, nearest_reference_distances
 from ..parameters import (
     IMPUTATIONS,
     METRIC_ENGINES,
@@ -84,6 +92,10 @@ class PrivacyMetrics:
     closest_distances_ratio_per_avatar: np.ndarray = field(repr=False)
     column_direct_match_protection_per_variable: dict[str, float] = field(repr=False)
     inference_baseline: float | None = None
+    distance_to_closest_baseline: float | None = None
+    closest_distances_ratio_baseline: float | None = None
+    holdout_distance_to_closest: float | None = None
+    closer_to_training_rate: float | None = None
     ncp: int = 0
     seconds: float | None = field(default=None, compare=False)  # to compute them
 
@@ -95,10 +107,33 @@ class PrivacyMetrics:
         return min(per_variable, key=per_variable.get)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per metric: value, target, passed."""
-        return metrics_frame(
+        """One row per metric: value, target, passed; for the distances, the same figure
+        for the originals among themselves (``baseline``) and, given a holdout, for the
+        holdout against the originals (``holdout baseline``)."""
+        frame = metrics_frame(
             {name: getattr(self, name) for name in PRIVACY_TARGETS}, PRIVACY_TARGETS
         )
+        frame["baseline"] = frame["holdout baseline"] = np.nan
+        for name in BASELINES:
+            frame.loc[name, "baseline"] = _number(getattr(self, f"{name}_baseline"))
+        frame.loc["distance_to_closest", "holdout baseline"] = _number(
+            self.holdout_distance_to_closest
+        )
+        return frame
+
+
+BASELINES = ("distance_to_closest", "closest_distances_ratio")  # reported beside a baseline
+
+
+def _number(value: float | None) -> float:
+    return np.nan if value is None else float(value)
+
+
+def _ratio(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """d1 / d2 per row, 1 where d2 = 0."""
+    ratio = np.ones_like(first)
+    np.divide(first, second, out=ratio, where=second > 0)
+    return ratio
 
 
 def metric_coordinates(
@@ -257,6 +292,7 @@ def privacy_metrics(
     engine: str = "auto",
     reduction: Callable[[Any, Any, Backend], DistanceRanks] | None = None,
     check_alignment: bool = True,
+    holdout: pd.DataFrame | None = None,
 ) -> PrivacyMetrics:
     """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
 
@@ -264,7 +300,8 @@ def privacy_metrics(
     metric would then compare an original with someone else's avatar and pass; the sign test
     and its level are in ``checks.py``. ``check_alignment=False`` skips it, for avatars
     aligned by construction or that the test cannot tell (fewer than 40 rows, k close to
-    the number of rows).
+    the number of rows). ``holdout``: rows of the same table kept out of the avatarization
+    (``split_holdout``), projected with the originals' model, for the holdout distances.
 
     ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
     values for the metric projection only (the mean by default, as for the published reference
@@ -277,6 +314,9 @@ def privacy_metrics(
     avatars = check_same_table(
         original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
     )
+    others = [avatars]
+    if holdout is not None:
+        others.append(check_same_table(original, to_pandas(holdout), "holdout", same_rows=False))
     ncp = check_ncp(ncp)
     check_alignment = check_flag("check_alignment", check_alignment)
     check_choice("engine", engine, METRIC_ENGINES)
@@ -310,7 +350,8 @@ def privacy_metrics(
     n = len(original)
     ensure_fits(backend, n, 8 * (7 * ncp + 16), f"privacy metrics of {n:,} rows")
 
-    x, (y,), encoder = metric_coordinates(original, [avatars], ncp, types, imputation, backend)
+    x, (y, *held), encoder = metric_coordinates(original, others, ncp, types, imputation,
+                                                 backend)
     if check_alignment:
         check_row_alignment(x, y, backend)
     if reduction is None:
@@ -318,11 +359,17 @@ def privacy_metrics(
     else:
         ranks = reduction(x, y, backend)
     hidden_rate = 100.0 * float(ranks.hidden.mean())
-    ratio = np.ones_like(ranks.closest)
-    np.divide(ranks.closest, ranks.second_closest, out=ratio, where=ranks.second_closest > 0)
-    _, nearest_other = nearest_neighbours(x, 1, backend)
-    risk_distance = np.percentile(backend.to_numpy(nearest_other), percentage)
+    ratio = _ratio(ranks.closest, ranks.second_closest)
+    _, others_distances = nearest_neighbours(x, min(2, n - 1), backend)
+    others_distances = backend.to_numpy(others_distances)
+    nearest_other = others_distances[:, 0]
+    risk_distance = np.percentile(nearest_other, percentage)
     at_risk = (ranks.closest < risk_distance) & (ratio < ratio_threshold)
+    holdout_distance = closer_to_training = None
+    if held:
+        holdout_distance = float(np.median(nearest_reference_distances(held[0], x, backend)))
+        to_holdout = nearest_reference_distances(y, held[0], backend)
+        closer_to_training = 100.0 * float((ranks.closest < to_holdout).mean())
 
     variables = encoder.columns_
     per_variable = _column_direct_match(original[variables], avatars[variables])
@@ -357,5 +404,11 @@ def privacy_metrics(
         closest_distances_ratio_per_avatar=ratio,
         column_direct_match_protection_per_variable=per_variable,
         inference_baseline=baseline,
+        distance_to_closest_baseline=float(np.median(nearest_other)),
+        closest_distances_ratio_baseline=float(
+            np.median(_ratio(nearest_other, others_distances[:, -1]))
+        ),
+        holdout_distance_to_closest=holdout_distance,
+        closer_to_training_rate=closer_to_training,
         ncp=int(x.shape[1]),
     )

@@ -98,6 +98,30 @@ def _auto_engine(backend: Backend, n: int, k: int) -> str:
     return "brute" if n <= GPU_BRUTE_MAX_ROWS or k > MAX_K else "kdtree"
 
 
+def nearest_reference_distances(queries, references, backend: Backend = CPU) -> np.ndarray:
+    """Exact distance (this module's arithmetic) of each query row to its nearest row of
+    ``references``, as a numpy array: scipy's k-d tree proposes the nearest, then every
+    reference within the proposed distance (widened by the tree's rounding) is measured."""
+    from scipy.spatial import cKDTree
+
+    queries = np.ascontiguousarray(backend.to_numpy(queries), dtype=np.float64)
+    references = np.ascontiguousarray(backend.to_numpy(references), dtype=np.float64)
+    tree = cKDTree(references)
+    proposed, nearest = tree.query(queries, k=1, workers=-1)
+    squared = rowwise_squared(queries, references[nearest], np)
+    rows = np.flatnonzero(squared > 0)  # a duplicate found is exactly at 0: nothing is closer
+    for start in range(0, rows.size, _ROW_CHUNK):
+        chunk = rows[start : start + _ROW_CHUNK]
+        radius = np.maximum(proposed[chunk], np.sqrt(squared[chunk])) * (
+            1 + _TREE_RELATIVE_ERROR) + np.finfo(float).tiny
+        found = tree.query_ball_point(queries[chunk], radius, workers=-1)
+        counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
+        owner = np.repeat(chunk, counts)
+        candidate = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
+        np.minimum.at(squared, owner, rowwise_squared(queries[owner], references[candidate], np))
+    return np.sqrt(squared)
+
+
 # ------------------------------------------------------------------ candidate proposers
 def _kdtree_candidates(points, q: int, backend: Backend):
     from scipy.spatial import cKDTree

@@ -24,6 +24,8 @@ PRIVACY_DESCRIPTIONS = {
     "local_cloaking": "median number of avatars at least as close to an original as its own",
     "distance_to_closest": "median distance of an avatar to its closest original",
     "closest_distances_ratio": "median ratio closest / second-closest original, per avatar",
+    "closer_to_training_rate": "% of avatars closer to an original than to any holdout row "
+    "(needs a holdout)",
     "closest_rate": "% of avatars not both very close to one original and far from the rest",
     "row_direct_match_protection": "% of originals with no identical avatar row",
     "column_direct_match_protection": "worst variable: % of originals whose unique value is "

@@ -123,6 +123,12 @@ FRENCH: dict[str, str] = {
     "distance médiane d'un avatar à l'individu d'origine le plus proche",
     "median ratio closest / second-closest original, per avatar":
     "rapport médian, par avatar, entre l'individu d'origine le plus proche et le deuxième",
+    "% of avatars closer to an original than to any holdout row (needs a holdout)":
+    "% des avatars plus proches d'un individu d'origine que de tout individu témoin (demande "
+    "un témoin)",
+    " Originals among themselves: {baseline}.": " Individus d'origine entre eux : {baseline}.",
+    " Holdout against the originals: {baseline}.":
+    " Témoin face aux individus d'origine : {baseline}.",
     "% of avatars not both very close to one original and far from the rest":
     "% des avatars qui ne sont pas à la fois très proches d'un individu d'origine et loin des "
     "autres",

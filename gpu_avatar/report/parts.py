@@ -82,10 +82,19 @@ def _metrics_table(frame: pd.DataFrame, descriptions: Mapping[str, str], tr: Tra
         rows.append([
             Cell(str(metric), "code"), Cell(tr.number(row["value"])),
             Cell(_target_text(TARGETS[metric], tr)),
-            _verdict(row["passed"], tr, computed), Cell(tr(descriptions.get(metric, ""))),
+            _verdict(row["passed"], tr, computed),
+            Cell(tr(descriptions.get(metric, "")) + _baselines(row, tr)),
         ])
     headers = [tr("metric"), tr("value"), tr("target"), tr("result"), tr("definition")]
     return Table(headers, rows, numeric=frozenset({1}))
+
+
+def _baselines(row: pd.Series, tr: Translator) -> str:
+    """The figure for the originals among themselves and for the holdout, where measured."""
+    texts = {"baseline": " Originals among themselves: {baseline}.",
+             "holdout baseline": " Holdout against the originals: {baseline}."}
+    return "".join(tr(text, baseline=tr.number(row[column])) for column, text in texts.items()
+                   if np.isfinite(row.get(column, np.nan)))
 
 
 def _targets_met(frame: pd.DataFrame) -> tuple[int, int]:

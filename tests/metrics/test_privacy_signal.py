@@ -383,7 +383,7 @@ def test_privacy_to_frame_rows_targets_and_pass_flags():
     pm = _hand_metrics(df, avatars, ncp=2)
     frame = pm.to_frame()
     assert list(frame.index) == list(PRIVACY_TARGETS)
-    assert list(frame.columns) == ["value", "target", "passed"]
+    assert list(frame.columns) == ["value", "target", "passed", "baseline", "holdout baseline"]
     for name, target in PRIVACY_TARGETS.items():
         value = getattr(pm, name)
         shown, passed = frame.loc[name, "value"], frame.loc[name, "passed"]
