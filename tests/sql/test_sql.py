@@ -567,7 +567,8 @@ def test_sqlite_integers_are_64_bits_in_postgres(tmp_path, postgres_database):
     url = write_sqlite(tmp_path / "ms.db", "CREATE TABLE t (i INTEGER PRIMARY KEY, ms INTEGER);",
                        {"t": pd.DataFrame({"i": range(30), "ms": stamps})})
     target = postgres_database()
-    _avatarize(ga.Database.from_sql(url)).to_sql(target)
+    measured = {"t": {"ms": "continuous"}}  # distinct on every row: declared a measurement
+    _avatarize(ga.Database.from_sql(url, types=measured)).to_sql(target)
     assert _structure(target)["t"]["columns"]["ms"][0] == "BIGINT"
     written = ga.Database.from_sql(target).tables["t"].data["ms"]
     assert stamps.min() <= written.min() and written.max() <= stamps.max()
