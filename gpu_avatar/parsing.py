@@ -36,7 +36,8 @@ ISO = "ISO8601"  # pandas' own reading of every ISO 8601 form
 _TIMES = {  # a time of day after a date: its format, and how it looks
     "": "", " %H:%M": r" \d{1,2}:\d{2}", " %H:%M:%S": r" \d{1,2}:\d{2}:\d{2}",
     " %H:%M:%S.%f": r" \d{1,2}:\d{2}:\d{2}\.\d{1,6}", "T%H:%M": r"T\d{1,2}:\d{2}",
-    "T%H:%M:%S": r"T\d{1,2}:\d{2}:\d{2}",
+    "T%H:%M:%S": r"T\d{1,2}:\d{2}:\d{2}", " %I:%M %p": r" \d{1,2}:\d{2} [AaPp][Mm]",
+    " %I:%M:%S %p": r" \d{1,2}:\d{2}:\d{2} [AaPp][Mm]",
 }
 _DAY_FIRST = tuple(f"%d{s}%m{s}%Y" for s in "/-.")
 _MONTH_FIRST = tuple(f"%m{s}%d{s}%Y" for s in "/-")

@@ -22,7 +22,7 @@ from gpu_avatar.demo import load_aids
 @pytest.fixture(scope="module")
 def export() -> pd.DataFrame:
     """300 AIDS patients as a hospital export holds them: a text code, an e-mail address, a
-    day-first birth date with a first name in Latin-1 letters, whole numbers with blanks."""
+    day-first birth date, a ward in Latin-1 letters, whole numbers with blanks."""
     aids, _ = load_aids()
     df = aids.iloc[:300].reset_index(drop=True)
     rng = np.random.default_rng(0)
@@ -32,7 +32,7 @@ def export() -> pd.DataFrame:
         "patient_code": [f"P{i:04d}" for i in range(len(df))],
         "email": [f"patient{i}@hôpital.fr" for i in range(len(df))],
         "birth": birth.dt.normalize(),
-        "prénom": rng.choice(["Zoé", "Ève", "Jérôme", "Anaïs"], len(df)),
+        "service": rng.choice(["Réanimation", "Pédiatrie", "Cardiologie"], len(df)),
         "wtkg": df["wtkg"].round(1),
         "karnof": df["karnof"],
         "cd496": df["cd496"].astype("Int64"),  # whole numbers with blanks
@@ -68,7 +68,7 @@ def test_a_semicolon_windows_1252_export_is_read_as_typed_columns(export, tmp_pa
     assert frame["cd496"].isna().equals(export["cd496"].isna())
     assert pd.api.types.is_datetime64_dtype(frame["birth"])
     assert (frame["birth"] == export["birth"]).all()  # day first, not month first
-    assert frame["prénom"].tolist() == export["prénom"].tolist()
+    assert frame["service"].tolist() == export["service"].tolist()
     assert "Windows-1252" in table.summary() and "birth (day first)" in table.summary()
 
 
@@ -81,7 +81,7 @@ def test_a_bom_or_a_utf16_spreadsheet_export_is_read(export, tmp_path, encoding,
     assert table.frame.columns.tolist() == export.columns.tolist()  # no BOM in a name
     assert (table.sep, table.decimal) == (sep, ".")
     assert pd.api.types.is_datetime64_dtype(table.frame["birth"])
-    assert table.frame["prénom"].tolist() == export["prénom"].tolist()
+    assert table.frame["service"].tolist() == export["service"].tolist()
 
 
 def test_a_column_becomes_numbers_or_dates_only_if_every_value_reads(tmp_path):
@@ -107,6 +107,8 @@ def test_a_column_becomes_numbers_or_dates_only_if_every_value_reads(tmp_path):
     ("weight\n70,5\n80,25\n", {"weight": [70.5, 80.25]}),  # one column, decimal commas
     ("sep=;\na;b\n1,5;x\n", {"a": [1.5], "b": ["x"]}),  # Excel's separator line
     ("nir;x\n12345678901234567890;1\n", {"nir": ["12345678901234567890"], "x": [1]}),
+    ("t,x\n10/14/2021 11:35 PM,1\n10/15/2021 09:05 AM,2\n",  # a US export's AM/PM
+     {"t": [pd.Timestamp("2021-10-14 23:35"), pd.Timestamp("2021-10-15 09:05")], "x": [1, 2]}),
 ])
 def test_what_exports_really_hold_is_read_without_losing_a_value(tmp_path, text, expected):
     path = tmp_path / "t.csv"
@@ -164,16 +166,33 @@ def test_undeclared_identifying_columns_are_refused_before_any_work(export):
                            ("email", "e-mail addresses")):
         assert f"'{column}': " in message and reason in message
     assert "types={'patient_code': 'identifier', 'email': 'identifier'}" in message
-    assert "'birth'" not in message and "'prénom'" not in message
+    assert "'birth'" not in message and "'service'" not in message
 
 
 def test_names_repeated_over_a_persons_rows_are_refused():
     """Several rows per person: no value is alone, yet names are as varied as people."""
     rng = np.random.default_rng(3)
-    df = pd.DataFrame({"name": [f"{a} {b}" for a in "ABCDEFGH" for b in "abcde"] * 3,
+    df = pd.DataFrame({"who": [f"{a} {b}" for a in "ABCDEFGH" for b in "abcde"] * 3,
                        "dose": rng.normal(10, 2, 120)})
-    with pytest.raises(ga.IdentifyingColumnsError, match="'name': 40 distinct texts in 120"):
+    with pytest.raises(ga.IdentifyingColumnsError, match="'who': 40 distinct texts in 120"):
         ga.avatarize(df, k=5, seed=0)
+
+
+def test_a_patients_rows_name_him_and_his_comments_are_refused():
+    """A dialysis table: 25 patients, 12 sessions each; names, a hospital number repeated on
+    every row, free-text comments one patient has (found by a new user from the README)."""
+    rng = np.random.default_rng(4)
+    names = [f"{a} {b}" for a in ("DUBOIS", "MARTIN", "BERNARD", "PETIT", "DURAND")
+             for b in ("Maëlle", "Jean", "Luc", "Anne", "Zoé")]
+    comments = ["RAS"] * 285 + ["Appeler sa fille Mme Joly au 06 60 92 31 31"] + [None] * 14
+    df = pd.DataFrame({"patient": np.repeat(names, 12),
+                       "ipp": np.repeat(800000 + np.arange(25), 12),
+                       "comment": comments, "kt_v": rng.normal(1.4, 0.2, 300)})
+    found = {c.column: c.reason for c in ga.encoding.identifying.identifying_columns(df)}
+    assert found["patient"] == "its values look like people's names"
+    assert found["ipp"] == "its name says it identifies a person"
+    assert found["comment"].startswith("free text, some held by one row only")
+    assert set(found) == {"patient", "ipp", "comment"}
 
 
 def test_a_whole_number_measurement_is_released_knowingly_as_continuous():
@@ -228,7 +247,8 @@ def test_the_rule_is_worded_for_the_command_line_and_for_yaml(export, tmp_path, 
     assert main(["database", str(config), str(tmp_path / "out"), "--k", "10", "--quiet",
                  "--no-report"]) == 1
     error = capsys.readouterr().err
-    assert "types: {patient_code: identifier, email: identifier} for table 'patient'" in error
+    assert ("tables: {patient: {types: {patient_code: identifier, email: identifier}}} in a "
+            "YAML file") in error
     assert not (tmp_path / "out").exists()
 
 

@@ -592,11 +592,13 @@ def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
 def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
     """Original and avatars, identifier columns dropped, avatar dtypes cast to the original's
     where CSV inference differs (e.g. integers read back as floats); the avatars' manifest, if
-    any, must name these originals."""
+    any, must name these originals, and its run's column kinds are used unless ``--types`` or
+    ``--categorical-max-distinct`` is given."""
     original = read_input(args.original, args).frame
-    check_manifest(args.avatars, original, args.original)
+    recorded = check_manifest(args.avatars, original, args.original)
     avatars = read_input(args.avatars, args).frame
-    types = column_types(original, args)
+    given = args.types or args.categorical_max_distinct is not None
+    types = column_types(original, args) if given or recorded is None else recorded
     identifiers = [c for c, kind in types.items() if kind == IDENTIFIER]
     original = original.drop(columns=[c for c in identifiers if c in original])
     avatars = avatars.drop(columns=[c for c in identifiers if c in avatars])

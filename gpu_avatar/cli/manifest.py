@@ -48,15 +48,19 @@ def write_manifest(path: Path, original: pd.DataFrame, original_path: str, resul
     path.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
 
 
-def check_manifest(unshuffled: str | Path, original: pd.DataFrame, original_path: str) -> None:
+def check_manifest(unshuffled: str | Path, original: pd.DataFrame,
+                   original_path: str) -> dict[str, str] | None:
     """Refuse ``original`` (as read) when the manifest next to ``unshuffled``, if any, says
-    its avatars were made from another table."""
+    its avatars were made from another table; returns the column kinds of the run it records
+    (None without a manifest), so that the metrics measure what the run avatarized."""
     path = manifest_path(unshuffled)
     if not path.is_file():
-        return
+        return None
     try:
-        made_from = json.loads(path.read_text(encoding="utf-8"))["original"]
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        made_from = manifest["original"]
         rows, sha256 = int(made_from["rows"]), str(made_from["sha256"])
+        types = dict(manifest["parameters"]["types"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise AvatarError(f"{path}: not a readable manifest of unshuffled avatars ({error}); "
                           "remove it or write it again with gpu-avatar avatarize") from None
@@ -70,3 +74,4 @@ def check_manifest(unshuffled: str | Path, original: pd.DataFrame, original_path
             f"manifest {path} records a different content hash of the originals, "
             f"{made_from.get('path', 'unnamed')!r}): give the originals they were made from, "
             "read with the same options")
+    return types

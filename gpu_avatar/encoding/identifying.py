@@ -8,8 +8,12 @@ A column lets a person be found when it is:
   ``DISTINCT_SHARE`` of ``MIN_ROWS`` or more non-missing values);
 - a text column with at least ``MIN_ROWS`` distinct values, a ``TEXT_DISTINCT_SHARE`` of its
   rows: names, addresses and free text where a person has several rows (visits, stays);
+- a column whose name says it identifies a person (``IDENTIFYING_NAME_WORDS``: id, ipp, mrn,
+  email, phone, address, prenom...; ``name``/``nom`` alone or beside ``PERSON_WORDS``);
 - a text column whose values look like direct identifiers (``PATTERNS``: e-mail, phone
-  number, French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample;
+  number, French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample, or like
+  people's names (``DUBOIS Maëlle``: at least ``MIN_NAMES`` distinct);
+- free text: a text column with a value of ``FREE_TEXT_WORDS`` words or more held by one row;
 - a categorical column where most rows (over ``SINGLETON_SHARE`` of all rows, missing
   cells counting as one shared value) hold a value no other row has.
 
@@ -21,6 +25,7 @@ declared ``identifier`` by ``Database.from_sql``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +55,19 @@ PATTERNS = {
              r"[0-9a-fA-F]{12}",
 }
 _PHONE_DIGITS = (8, 15)  # a phone number has 8 to 15 digits (E.164)
+# words of a column's name that say it identifies a person (English and French)
+IDENTIFYING_NAME_WORDS = frozenset({
+    "id", "ids", "ipp", "nip", "mrn", "nir", "ssn", "nss", "insee", "email", "mail", "courriel",
+    "phone", "telephone", "tel", "mobile", "portable", "iban", "uuid", "passport",
+    "passeport", "address", "adresse", "surname", "firstname", "lastname", "fullname",
+    "prenom", "prénom",
+})
+PERSON_NAME_WORDS = frozenset({"name", "nom"})  # a person's only with these words beside them
+PERSON_WORDS = frozenset({"patient", "first", "last", "full", "family", "given", "maiden",
+                          "birth", "naissance", "jeune", "fille", "usage", "person", "personne"})
+FREE_TEXT_WORDS = 4  # a value of this many words, held by one row, is free text about a person
+_NAME_SHAPE = r"[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+(?:\s+[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+)+"  # DUBOIS Maëlle
+MIN_NAMES = 10  # distinct values of a person's-name shape
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,18 @@ def _looks_like(text: pd.Series) -> str | None:
     return None
 
 
+def _name_words(column: Any) -> list[str]:
+    """The words of a column's name (``patientId``, ``nom_patient`` -> patient, id / nom)."""
+    spaced = re.sub(r"([a-zà-ÿ])([A-Z])", r"\1 \2", str(column))
+    return [word for word in re.split(r"[^0-9a-zà-ÿ]+", spaced.lower()) if word]
+
+
+def _named_identifying(column: Any) -> bool:
+    words = set(_name_words(column))
+    return bool(words & IDENTIFYING_NAME_WORDS) or bool(
+        words & PERSON_NAME_WORDS and (len(words) == 1 or words & PERSON_WORDS))
+
+
 def _is_whole(values: pd.Series) -> bool:
     if pd.api.types.is_integer_dtype(values.dtype):
         return True
@@ -98,6 +128,14 @@ def column_reason(series: pd.Series) -> str | None:
         if label is not None:
             return f"its values look like {label}"
     counts = present.value_counts(sort=False)
+    if text:
+        distinct = pd.Series(counts.index.astype(str), dtype=object)
+        if len(counts) >= MIN_NAMES and distinct.str.fullmatch(_NAME_SHAPE).mean() >= PATTERN_SHARE:
+            return "its values look like people's names"
+        alone = distinct[(counts == 1).to_numpy()]
+        if (alone.str.split().str.len() >= FREE_TEXT_WORDS).any():
+            example = alone[alone.str.split().str.len() >= FREE_TEXT_WORDS].iloc[0]
+            return f"free text, some held by one row only (such as {example[:40]!r})"
     if text or (is_number(series.dtype) and _is_whole(present)):
         if n >= MIN_ROWS and len(counts) >= DISTINCT_SHARE * n:
             return f"a distinct value in {len(counts):,} of {n:,} rows"
@@ -108,6 +146,8 @@ def column_reason(series: pd.Series) -> str | None:
         alone = int((counts == 1).sum())
         if alone > SINGLETON_SHARE * len(series):
             return f"{alone:,} of {len(series):,} rows hold a value no other row has"
+    if _named_identifying(series.name):
+        return "its name says it identifies a person"
     return None
 
 
@@ -163,6 +203,19 @@ def _declaration(entry: str, columns: list[Any], kind: str) -> str:
     return "types={" + ", ".join(f"{c!r}: '{kind}'" for c in columns) + "}"
 
 
+def _table_declaration(entry: str, table: str | None, names: list[Any], kind: str) -> str:
+    """``names`` declared ``kind``; a database's table: where its types are declared (the
+    command line has no option for them: a YAML file, with ``url:`` for a database)."""
+    if table is None:
+        return _declaration(entry, names, kind)
+    if entry == "python":
+        types = _declaration(entry, names, kind).removeprefix("types=")
+        return (f"db.add_table({table!r}, ..., types={types}) (Database.from_sql: "
+                f"types={{{table!r}: {types}}})")
+    return f"tables: {{{table}: {{{_declaration('yaml', names, kind)}}}}} in a YAML file" + (
+        " (url: names the database)" if entry == "cli" else "")
+
+
 def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
     """``identifier`` (fresh values), dropped, or released knowingly: ``continuous`` for a
     number (a measurement: avatars get barycentres), ``categorical`` for text."""
@@ -171,11 +224,8 @@ def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
         per_table: dict[str | None, list[Any]] = {}
         for column in columns:
             per_table.setdefault(column.table, []).append(column.column)
-        return "; ".join(  # a database's tables: in its YAML file (url: or path:)
-            _declaration(entry, names, kind) if table is None else
-            _declaration("yaml" if entry == "cli" else entry, names, kind)
-            + f" for table {table!r}" + (" in a YAML file" if entry == "cli" else "")
-            for table, names in per_table.items())
+        return "; ".join(_table_declaration(entry, table, names, kind)
+                         for table, names in per_table.items())
 
     numbers = [c for c in found if c.numeric]
     texts = [c for c in found if not c.numeric]

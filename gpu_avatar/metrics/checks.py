@@ -171,19 +171,23 @@ def check_row_alignment(originals: Any, avatars: Any, backend: Backend) -> Align
     shuffled file."""
     test = alignment_test(originals, avatars, backend)
     if not test.aligned:
+        odds = (f"even {test.pairs} of {test.pairs} pairs closer as given would not reach "
+                f"{ALIGNMENT_LEVEL:g}: too few rows to tell a shuffled file"
+                if 0.5 ** test.pairs > ALIGNMENT_LEVEL else
+                f"a shuffled file does that as often (sign test p-value {test.p_value:.2g}, "
+                f"above {ALIGNMENT_LEVEL:g})")
         raise FixableError(
-            "the avatars are not row-aligned with the originals: in "
+            "the avatars are not shown row-aligned with the originals: in "
             f"{test.closer} of {test.pairs} pairs of rows they are closer to their originals "
-            "as given than swapped, which a shuffled file does as often (sign test p-value "
-            f"{test.p_value:.2g}, above {ALIGNMENT_LEVEL:g}); the privacy metrics need row i "
-            "= avatar of original row i, not the released (shuffled) avatars",
+            f"as given than swapped, and {odds}; the privacy metrics need row i = avatar of "
+            "original row i, not the released (shuffled) avatars",
             {
                 "python": "pass result.sensitive_unshuffled_avatars (or the file written by "
                 "--unshuffled-output); check_alignment=False skips the test for unshuffled "
-                "avatars it cannot tell (fewer than 40 rows, k close to the row count)",
+                "avatars it cannot tell (few rows, k close to the row count)",
                 "cli": "pass the unshuffled avatars written by gpu-avatar avatarize "
                 "--unshuffled-output; --no-alignment-check skips the test for unshuffled "
-                "avatars it cannot tell (fewer than 40 rows, k close to the row count)",
+                "avatars it cannot tell (few rows, k close to the row count)",
             },
         )
     return test

@@ -58,7 +58,7 @@ def test_unshuffled_avatars_are_measured_and_the_release_is_refused(avatarized, 
         status, out, err = run(capsys, *command, avatarized / "aids.csv",
                                avatarized / "released.csv", *TYPES)
         assert status == 1 and out == ""
-        assert "not row-aligned with the originals" in err
+        assert "not shown row-aligned with the originals" in err
         assert "pass the unshuffled avatars written by gpu-avatar avatarize " \
                "--unshuffled-output; --no-alignment-check skips" in err
     assert not (avatarized / "report.html").exists()

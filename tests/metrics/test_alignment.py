@@ -42,7 +42,7 @@ def test_published_avatars_pass_and_shuffles_follow_the_exact_law(name, request)
 
 
 def test_privacy_metrics_refuse_the_released_file(aids):
-    with pytest.raises(ga.FixableError, match=r"not row-aligned.*p-value 0\.\d+.*"
+    with pytest.raises(ga.FixableError, match=r"not shown row-aligned.*p-value 0\.\d+.*"
                        r"sensitive_unshuffled_avatars.*check_alignment=False"):
         ga.privacy_metrics(aids.df, _released(aids.published), ncp=5, types=aids.metric_types)
     skipped = ga.privacy_metrics(aids.df, _released(aids.published), ncp=5,
@@ -59,7 +59,7 @@ def test_avatars_at_large_k_pass_and_their_release_is_refused(name, k, request):
     metrics = ga.privacy_metrics(data.df, result.sensitive_unshuffled_avatars, ncp=data.ncp,
                                  types=data.metric_types)
     assert metrics.hidden_rate == result.privacy_metrics(types=data.metric_types).hidden_rate
-    with pytest.raises(ga.FixableError, match="not row-aligned"):
+    with pytest.raises(ga.FixableError, match="not shown row-aligned"):
         ga.privacy_metrics(data.df, result.avatars, ncp=data.ncp, types=data.metric_types)
 
 
@@ -68,7 +68,7 @@ def test_avatars_of_the_bundled_aids_table_pass():
     df, types = ga.read_table(path), {"pidnum": "identifier"}
     result = ga.avatarize(df, k=20, seed=1, types=types)
     ga.privacy_metrics(df, result.sensitive_unshuffled_avatars, types=types)  # not refused
-    with pytest.raises(ga.FixableError, match="not row-aligned"):
+    with pytest.raises(ga.FixableError, match="not shown row-aligned"):
         ga.privacy_metrics(df, result.avatars, types=types)
 
 
@@ -76,7 +76,7 @@ def test_too_few_rows_to_tell_are_refused_unless_the_test_is_skipped():
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"x": rng.normal(size=30) + 0.5, "y": rng.normal(size=30) + 0.25})
     result = ga.avatarize(df, k=3, seed=0)
-    with pytest.raises(ga.FixableError, match="fewer than 40 rows"):
+    with pytest.raises(ga.FixableError, match="too few rows to tell a shuffled file"):
         ga.privacy_metrics(df, result.sensitive_unshuffled_avatars, ncp=2)
     measured = ga.privacy_metrics(df, result.sensitive_unshuffled_avatars, ncp=2,
                                   check_alignment=False)
@@ -88,7 +88,7 @@ def test_too_few_rows_to_tell_are_refused_unless_the_test_is_skipped():
 def test_the_report_refuses_the_released_file(wbcd):
     from gpu_avatar.report import table_part
 
-    with pytest.raises(ga.FixableError, match="not row-aligned"):
+    with pytest.raises(ga.FixableError, match="not shown row-aligned"):
         table_part(wbcd.df, _released(wbcd.published), types=wbcd.metric_types, ncp=2)
 
 
@@ -98,5 +98,5 @@ def test_the_gpu_counts_the_same_pairs(wbcd, gpu):
         expected = alignment_test(x, avatars, CPU)
         assert alignment_test(gpu.asarray(x), gpu.asarray(avatars), gpu) == expected
     released = _released(wbcd.published)
-    with pytest.raises(ga.FixableError, match="not row-aligned"):
+    with pytest.raises(ga.FixableError, match="not shown row-aligned"):
         ga.privacy_metrics(wbcd.df, released, ncp=2, types=wbcd.metric_types, backend=gpu)

@@ -787,17 +787,19 @@ def test_a_database_without_foreign_keys_is_not_released_unlinked_unawares(tmp_p
     visit, patient = pd.read_csv(out / "visit.csv"), pd.read_csv(out / "patient.csv")
     assert visit["patient_id"].dropna().isin(patient["p_id"]).all()
 
+    # unlinked, the keys of the other tables are plain columns that name people: refused
     assert cli_main(["database", url, str(tmp_path / "unlinked"), "--k", "5", "--no-report",
-                     "--no-links"]) == 0
-    assert sorted(p.name for p in (tmp_path / "unlinked").iterdir()) == [
-        "doctor.csv", "patient.csv", "summary.txt", "visit.csv"]
-    capsys.readouterr()
+                     "--no-links"]) == 1
+    assert "visit.patient_id: its name says it identifies a person" in error_line(capsys)
     config.write_text(f"url: {url}\nk: 5\n")
     assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 1
     assert error_line(capsys).endswith(f"add its links to {config} (suggested above), or "
                                        "no_links: true to release the tables unlinked")
-    config.write_text(f"url: {url}\nk: 5\nno_links: true\n")
+    config.write_text(f"url: {url}\nk: 5\nno_links: true\ntables:\n  visit:\n    types: "
+                      "{patient_id: identifier, doctor_id: identifier}\n")
     assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 0
+    assert sorted(p.name for p in (tmp_path / "o2").iterdir()) == [
+        "doctor.csv", "patient.csv", "summary.txt", "visit.csv"]
     config.write_text(f"url: {url}\nno_links: true\nlinks:\n  - {{parent: patient, child: "
                       "visit, foreign_key: patient_id}\n")
     with pytest.raises(ga.AvatarError, match="no_links: true, yet 'links' are declared"):
