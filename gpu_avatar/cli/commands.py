@@ -853,13 +853,13 @@ def _attacks_line(attacks: Any) -> str:
     attack that does not learns nothing, whatever its risk."""
     highest = attacks.highest()
     if highest is None:
-        return ("attacks: none does better than a random guess, so none learns anything from "
-                "the release")
+        return ("attacks: none does better than a random guess or than on the holdout, so none "
+                "learns anything from the release")
     line = (f"attacks: {len(attacks.measurable_risks)} of {len(attacks.results)} with a "
             f"measurable risk; highest {highest.label} {highest.risk:.3f} "
             f"[{highest.risk_low:.3f}, {highest.risk_high:.3f}]")
     if attacks.learning_nothing:
-        line += ("; no better than a random guess, so learning nothing: "
+        line += ("; no better than a random guess or than on the holdout, so learning nothing: "
                  + ", ".join(r.label for r in attacks.learning_nothing))
     return line
 

@@ -33,8 +33,9 @@ Each attack also runs against the holdout (people not in the release) and as a r
 (the baseline). With success rates estimated by Wilson score intervals, the risk is
 ``(attack - holdout) / (1 - holdout)`` bounded to [0, 1], with its error propagated to a
 confidence interval; a risk whose interval starts above 0 is a measurable risk. An attack that
-does no better than the random guess learns nothing from the release, whatever its risk (near a
-success rate of 1 the risk's formula magnifies chance differences): it is never the headline.
+does no better than the random guess, or than on the holdout (one-sided Fisher exact test),
+learns nothing from the release, whatever its risk (near a success rate of 1 the risk's formula
+magnifies chance differences): it is never the headline.
 """
 
 from __future__ import annotations
@@ -143,6 +144,22 @@ class AttackResult:
         return self.attack_rate > self.baseline_rate
 
     @property
+    def learns_from_release(self) -> bool:
+        """Whether the attack learns from the release: it beats a random guess, and succeeds
+        on the originals more often than on the holdout beyond chance (one-sided Fisher exact
+        test at 1 - ``confidence_level``). The risk's formula cannot tell this near a success
+        rate of 1, where it magnifies chance differences into a "measurable" risk."""
+        from scipy.stats import fisher_exact
+
+        if not self.better_than_baseline:
+            return False
+        success, control = round(self.n_success), round(self.n_control_success)
+        table = [[success, self.n_attacks - success],
+                 [control, self.n_control_attacks - control]]
+        return bool(fisher_exact(table, alternative="greater").pvalue
+                    < 1.0 - self.confidence_level)
+
+    @property
     def label(self) -> str:
         """The attack, with its secret for an inference: ``inference (age)``."""
         return self.attack if self.secret is None else f"{self.attack} ({self.secret})"
@@ -157,19 +174,19 @@ class AttackMetrics:
 
     @property
     def measurable_risks(self) -> list[AttackResult]:
-        """The measurable risks of the attacks that beat a random guess."""
-        return [r for r in self.results if r.measurable and r.better_than_baseline]
+        """The measurable risks of the attacks that learn from the release."""
+        return [r for r in self.results if r.measurable and r.learns_from_release]
 
     @property
     def learning_nothing(self) -> list[AttackResult]:
-        """The attacks that do no better than a random guess: they learn nothing from the
-        release, whatever their risk."""
-        return [r for r in self.results if not r.better_than_baseline]
+        """The attacks that do no better than a random guess, or than on the holdout: they
+        learn nothing from the release, whatever their risk."""
+        return [r for r in self.results if not r.learns_from_release]
 
     def highest(self) -> AttackResult | None:
-        """The headline: the highest risk of an attack that beats a random guess (None when
-        none does)."""
-        return max((r for r in self.results if r.better_than_baseline), key=lambda r: r.risk,
+        """The headline: the highest risk of an attack that learns from the release (None
+        when none does)."""
+        return max((r for r in self.results if r.learns_from_release), key=lambda r: r.risk,
                    default=None)
 
     def to_frame(self) -> pd.DataFrame:

@@ -230,14 +230,17 @@ FRENCH: dict[str, str] = {
     "témoin) : seul compte ce que la publication apprend au-delà des personnes qui n'y "
     "figurent pas ; 0 signifie aucun risque, 1 le risque maximal. Une attaque qui ne fait pas "
     "mieux qu'un tirage au hasard n'apprend rien, quel que soit son risque.",
-    "Attacks: none does better than a random guess, so none learns anything from the release.":
-    "Attaques : aucune ne fait mieux qu'un tirage au hasard, aucune n'apprend donc quoi que ce "
-    "soit de la publication.",
+    "Attacks: none does better than a random guess or than on the holdout, so none learns "
+    "anything from the release.":
+    "Attaques : aucune ne fait mieux qu'un tirage au hasard ou que sur l'échantillon témoin, "
+    "aucune n'apprend donc quoi que ce soit de la publication.",
     "Attacks: {measurable} of {total} with a measurable risk; the highest, {attack}, {risk} "
     "{interval}.": "Attaques : {measurable} sur {total} avec un risque mesurable ; le plus "
     "élevé, {attack}, {risk} {interval}.",
-    "No better than a random guess, so learning nothing whatever their risk: {attacks}.":
-    "Pas mieux qu'un tirage au hasard, donc rien appris quel que soit leur risque : {attacks}.",
+    "No better than a random guess or than on the holdout, so learning nothing whatever their "
+    "risk: {attacks}.":
+    "Pas mieux qu'un tirage au hasard ou que sur le témoin, donc rien appris quel que soit leur "
+    "risque : {attacks}.",
     "learns nothing": "n'apprend rien",
     "attack": "attaque", "risk": "risque", "{level} % interval": "intervalle à {level} %",
     "attack success": "succès de l'attaque", "holdout success": "succès sur le témoin",

@@ -340,21 +340,21 @@ def attacks_headline(attacks: AttackMetrics, tr: Translator) -> str:
     headline."""
     highest = attacks.highest()
     if highest is None:
-        return tr("Attacks: none does better than a random guess, so none learns anything from "
-                  "the release.")
+        return tr("Attacks: none does better than a random guess or than on the holdout, so none "
+                  "learns anything from the release.")
     text = tr("Attacks: {measurable} of {total} with a measurable risk; the highest, {attack}, "
               "{risk} {interval}.", measurable=len(attacks.measurable_risks),
               total=len(attacks.results), attack=highest.label,
               risk=tr.number(highest.risk, ".3f"), interval=_interval(highest, tr))
     if attacks.learning_nothing:
-        text += " " + tr("No better than a random guess, so learning nothing whatever their "
-                         "risk: {attacks}.",
+        text += " " + tr("No better than a random guess or than on the holdout, so learning "
+                         "nothing whatever their risk: {attacks}.",
                          attacks=", ".join(r.label for r in attacks.learning_nothing))
     return text
 
 
 def _attack_verdict(result: Any, tr: Translator) -> Cell:
-    if not result.better_than_baseline:
+    if not result.learns_from_release:
         return Cell(tr("learns nothing"), "none")
     if result.measurable:
         return Cell(tr("measurable risk"), "fail")
