@@ -1,6 +1,6 @@
 """Privacy and signal metrics: published reference values, hand-computed semantics, errors.
 
-The published avatars of the Avatar paper (``../shared/datasets``, or ``$GPU_AVATAR_DATASETS``)
+The published avatars of the Avatar paper (``tests/data``, see its README for their licences)
 must give the spec's reference values (metrics.md section 5, avatar-method.md section 6) with
 every reduction engine; small hand-built tables pin down what each metric means.
 """

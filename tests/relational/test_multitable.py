@@ -2,7 +2,7 @@
 three linking methods, the released tables' integrity, and the metrics per scenario.
 
 Most checks run on the reference product's tutorial database (``patient``, ``doctor``,
-``visit`` in ``../shared/datasets``, or ``$GPU_AVATAR_DATASETS``; skipped when absent) and on a
+``visit`` in ``tests/data``, with their licence note) and on a
 generated 5-table schema of four levels (hospital -> doctor -> visit <- patient,
 visit -> prescription). Every structural property is checked on the released tables
 themselves, not only through the run's ``LinkReport``.
