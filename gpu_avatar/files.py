@@ -40,8 +40,6 @@ from .parsing import (
     TextTyping,
     date_format_fixes,
     decimal_mark,
-    non_missing_text,
-    to_datetimes,
     type_text_column,
 )
 
@@ -204,16 +202,12 @@ def type_columns(frame: pd.DataFrame, *, decimal: str = ".",
         if not is_text(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
             typed[column] = values
             continue
-        if isinstance(date_format, Mapping):
-            forced = date_format.get(column)
-        else:
-            text = non_missing_text(values)
-            reads = date_format is not None and len(text) and to_datetimes(
-                text, date_format).notna().all()
-            forced = date_format if reads else None
-        typing = type_text_column(values, decimal=decimal, date_format=forced,
-                                  where=f"{where}: column {column!r}",
-                                  fix=date_format_fixes(column))
+        per_column = isinstance(date_format, Mapping)
+        typing = type_text_column(
+            values, decimal=decimal, where=f"{where}: column {column!r}",
+            date_format=date_format.get(column) if per_column else None,
+            try_format=None if per_column else date_format, fix=date_format_fixes(column),
+        )
         typed[column], typings[column] = typing.values, typing
     return pd.DataFrame(typed, index=frame.index, columns=frame.columns), typings
 

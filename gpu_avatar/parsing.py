@@ -43,7 +43,7 @@ _DAY_FIRST = tuple(f"%d{s}%m{s}%Y" for s in "/-.")
 _MONTH_FIRST = tuple(f"%m{s}%d{s}%Y" for s in "/-")
 DATE_ORDERS = {"day first": _DAY_FIRST, "month first": _MONTH_FIRST}
 _GROUPING = "[ \u00a0\u202f']"  # thousands marks besides the other decimal mark
-_LEADING_ZERO = re.compile(r"^[+-]?0\d")
+_LEADING_ZERO = r"^[+-]?0\d"
 _BOOLEANS = {"true": True, "false": False}
 SAMPLE = 2000  # values tried first: most text columns are ruled out on them
 
@@ -116,7 +116,7 @@ def to_numbers(text: pd.Series, decimal: str = ".") -> pd.Series:
         retried = retried.where(retried.str.fullmatch(grouped), "").str.replace(
             rf"{other}|{_GROUPING}", "", regex=True).str.replace(",", ".", regex=False)
         numbers[failed] = pd.to_numeric(retried, errors="coerce").to_numpy(np.float64)
-    codes = text.str.match(_LEADING_ZERO.pattern) & ~text.str.match(r"^[+-]?0[.,]")
+    codes = text.str.match(_LEADING_ZERO) & ~text.str.match(r"^[+-]?0[.,]")
     long_integers = text.str.fullmatch(r"[+-]?\d{16,}")  # beyond float64's exact integers
     return numbers.mask((codes | long_integers).to_numpy() | np.isinf(numbers.to_numpy()))
 
@@ -202,12 +202,17 @@ def _text_kept(values: pd.Series, stopped: Any = None) -> TextTyping:
 
 def type_text_column(
     values: pd.Series, *, decimal: str, date_format: str | None, where: str,
-    fix: str | Mapping[str, str],
+    fix: str | Mapping[str, str], try_format: str | None = None,
 ) -> TextTyping:
     """A text column as numbers, dates or booleans when every non-missing value reads so
     (see the module docstring); ``date_format`` forces a date reading, and a value it does
-    not read is an error naming ``where``."""
+    not read is an error naming ``where``; ``try_format`` is a date reading tried first, kept
+    when it reads every value (it settles day/month orders)."""
     text = non_missing_text(values)
+    if try_format is not None and date_format is None and len(text):
+        parsed = to_datetimes(text, try_format)
+        if parsed.notna().all():
+            return TextTyping("date", _placed(values, parsed), try_format)
     if date_format is not None:
         parsed = to_datetimes(text, date_format)
         failed = first_failure(text, parsed)
@@ -224,7 +229,8 @@ def type_text_column(
     sample = text.iloc[:SAMPLE]
     numbers = to_numbers(sample, decimal)
     if numbers.notna().all():
-        numbers = to_numbers(text, decimal)
+        if len(text) > len(sample):  # the rest, once the sample reads
+            numbers = to_numbers(text, decimal)
         if numbers.notna().all():
             whole = bool((numbers == np.floor(numbers)).all()) and not text.str.contains(
                 f"[{re.escape(decimal)}eE]", regex=True).any()
