@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from _common import make_mixed_table, measure_isolated, print_tables
 
-from gpu_avatar.metrics.targets import PRIVACY_TARGETS
+from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS
 from gpu_avatar.parameters import ADVICE_CANDIDATES
 
 

@@ -27,13 +27,15 @@ from .metrics import (
     signal_metrics,
     split_holdout,
 )
-from .parameters import AvatarParameters
+from .metrics.verdict import ReleaseVerdict, release_verdict
+from .parameters import AvatarParameters, MetricOptions
 from .pipeline import AvatarizationResult, avatarize
 from .projection import FAMD, MCA, PCA
 from .relational import Database, DatabaseAvatarizationResult, avatarize_database
 from .report import write_report
 from .streaming import ParquetAvatarization, avatarize_parquet
 from .streaming import dask as distributed  # Dask itself is imported on first use
+from .workflow import Release, prepare_release
 
 __version__ = "0.1.0"
 
@@ -53,9 +55,12 @@ __all__ = [
     "GpuAvatarError",
     "IdentifyingColumnsError",
     "MCA",
+    "MetricOptions",
     "MissingExtraError",
     "PCA",
     "PrivacyMetrics",
+    "Release",
+    "ReleaseVerdict",
     "SignalMetrics",
     "TableFile",
     "advise",
@@ -66,9 +71,11 @@ __all__ = [
     "avatarize_parquet",
     "distributed",
     "ParquetAvatarization",
+    "prepare_release",
     "privacy_metrics",
     "read_table",
     "read_table_file",
+    "release_verdict",
     "signal_metrics",
     "split_holdout",
     "resolve_backend",

@@ -22,8 +22,8 @@ from .backend import resolve_backend, to_pandas
 from .encoding import fresh_identifiers, validate_table
 from .encoding.identifying import refuse_undeclared
 from .errors import AvatarError, AvatarTypeError
-from .metrics import privacy_metrics, signal_metrics
-from .metrics.targets import (
+from .metrics import attack_metrics, privacy_metrics, signal_metrics
+from .metrics.catalogue import (
     HIGHER,
     LOWER,
     PRIVACY_TARGETS,
@@ -31,6 +31,8 @@ from .metrics.targets import (
     SUMMARY_METRICS,
     Target,
 )
+from .metrics.checks import check_same_table
+from .metrics.holdout import attack_seed
 from .neighbours import nearest_neighbours
 from .parameters import (
     ADVICE_CANDIDATES,
@@ -43,7 +45,7 @@ from .parameters import (
 )
 from .pipeline.model import check_device_memory, fit_model
 from .progress import ProgressLike, Steps
-from .synthesis import synthesize
+from .synthesis import shuffle_order, synthesize
 
 
 @dataclass
@@ -107,16 +109,21 @@ def advise(
     targets: Mapping[str, float] | None = None,
     candidates: Sequence[int] | None = None,
     margin: float = ADVICE_MARGIN,
+    holdout: pd.DataFrame | None = None,
     parameters: AvatarParameters | None = None,
     progress: ProgressLike = None,
     **settings: Any,
 ) -> Advice:
     """Sweep ``candidates`` values of k (default ``ADVICE_CANDIDATES`` below the row count)
-    and recommend the one that meets every privacy target (``metrics.targets``; ``targets``
+    and recommend the one that meets every privacy target (``metrics.catalogue``; ``targets``
     maps metric names to thresholds that replace the defaults) with the least signal loss
     (the lowest mean Hellinger distance, then correlation difference). A candidate passes
     with ``margin`` to spare (a share of each threshold: hidden rate above 91.8 % rather than
-    90 % at the default 0.02), so that avatarizing with another seed still passes.
+    90 % at the default 0.02), so that avatarizing with another seed still passes. Given a
+    ``holdout`` (rows kept out of ``df``: ``split_holdout``), a candidate that meets the
+    targets must also show no measurable attack risk (``attack_metrics``, seeded by
+    ``attack_seed`` of the run's seed, as ``prepare_release`` measures them): the column
+    ``measurable_attack_risks`` counts them.
 
     The other parameters are ``avatarize``'s (``ncp``, ``seed``, ``types``, ...: as
     ``parameters`` and/or keywords; ``k`` is what is swept). A seed is drawn when none is
@@ -133,6 +140,8 @@ def advise(
     margin = check_number("margin", margin, 0.0, 1.0)
     targets = _targets(targets, margin)
     ks = _candidates(candidates, len(frame))
+    if holdout is not None:
+        holdout = check_same_table(frame, to_pandas(holdout), "holdout", same_rows=False)
     sequence = seed_sequence(parameters.seed)
     backend = resolve_backend(parameters.backend)
     check_device_memory(backend, len(frame), frame.shape[1], ks[-1], parameters.ncp)
@@ -161,7 +170,14 @@ def advise(
                                   backend=backend,  # as result.privacy_metrics() measures
                                   check_alignment=False)
         signal = signal_metrics(frame, avatars, types=dict(run.types), backend=backend)
-        rows.append(_row(k, privacy, signal, targets))
+        row = _row(k, privacy, signal, targets)
+        if holdout is not None and row["passed"]:  # the attacks of a candidate worth taking
+            released = avatars.iloc[shuffle_order(len(frame), sequence)]  # as avatarize
+            attacks = attack_metrics(frame, released, holdout, types=dict(run.types),
+                                     seed=attack_seed(int(sequence.entropy)), backend=backend)
+            row[ATTACK_RISKS] = len(attacks.measurable_risks)
+            row["passed"] = row[ATTACK_RISKS] == 0
+        rows.append(row)
         steps.advance()
     steps.close()
     table = pd.DataFrame(rows).set_index("k")
@@ -190,31 +206,37 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
         k = int(passing.sort_values(loss, na_position="last").index[0])
         row = table.loc[k]
         met = [name for name in targets if row[f"{name} passed"] in (True,)]
+        attacks = (" and shows no measurable attack risk against the holdout"
+                   if ATTACK_RISKS in table else "")
         reason = (
             f"k = {k} meets every privacy target measured ({', '.join(met)}; with a "
-            f"{100 * margin:g} % margin) with the least signal loss among the "
+            f"{100 * margin:g} % margin){attacks} with the least signal loss among the "
             f"{len(passing)} candidate(s) that do: mean Hellinger "
             f"{row['hellinger_mean']:.3f}, correlation difference "
             f"{row['correlation_difference_ratio']:.2f}"
         )
         return Advice(k, run.ncp, run.replace(k=k), table, reason, dict(targets))
-    failed = {k: [n for n in targets if table.loc[k, f"{n} passed"] in (False,)]
-              for k in table.index}
+    failed = {k: [f"{n} {table.loc[k, n]:.3g} (target {targets[n].text()})" for n in targets
+                  if table.loc[k, f"{n} passed"] in (False,)] for k in table.index}
+    if ATTACK_RISKS in table:
+        for k, risks in table[ATTACK_RISKS].dropna().items():
+            if risks:
+                failed[k].append(f"{int(risks)} measurable attack risk(s) against the holdout")
     closest = min(failed, key=lambda k: (len(failed[k]), -k))
-    shown = ", ".join(
-        f"{name} {table.loc[closest, name]:.3g} (target {targets[name].text()})"
-        for name in failed[closest]
-    )
     reason = (
         f"no candidate k in {list(table.index)} meets every privacy target (with a "
-        f"{100 * margin:g} % margin); the closest, "
-        f"k = {closest}, misses {shown}"
+        f"{100 * margin:g} % margin)"
+        + (" with no measurable attack risk" if ATTACK_RISKS in table else "")
+        + f"; the closest, k = {closest}, misses {', '.join(failed[closest])}"
     )
     return Advice(None, run.ncp, None, table, f"{reason}. {next_steps(PYTHON_NAMES)}",
                   dict(targets), shortfall=reason)
 
 
+ATTACK_RISKS = "measurable_attack_risks"  # given a holdout: attacks that learn from the release
 PYTHON_NAMES = {"candidates": "candidates=[...]", "ncp": "ncp", "weights": "column_weights"}
+COMMAND_LINE_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",
+                      "weights": "--column-weights"}
 
 
 def next_steps(names: Mapping[str, str]) -> str:

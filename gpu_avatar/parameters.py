@@ -176,8 +176,52 @@ def check_backend(backend: Any) -> Any:
     raise AvatarTypeError(f"backend must be one of {BACKENDS} or a Backend, got {backend!r}")
 
 
+class _Settings:
+    """What the checked, frozen parameter sets share: their names, a checked ``replace`` and
+    pickling as plain values (Dask ships them to workers), checked again when rebuilt."""
+
+    _WHAT = "parameter"
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **changes: Any):
+        """A copy with ``changes``, checked; an unknown name is refused, naming the valid ones."""
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise AvatarTypeError(
+                f"unknown {self._WHAT}(s) {unknown}; the {self._WHAT}s are {list(self.names())}"
+            )
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def plain(self) -> dict[str, Any]:
+        """Every value, mappings as dicts."""
+        return {name: dict(value) if isinstance(value, Mapping) else value
+                for name, value in ((n, getattr(self, n)) for n in self.names())}
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.plain())
+
+    @classmethod
+    def of(cls, given: Any = None, **settings: Any):
+        """``given`` (one of these, a mapping of its names, or None for the defaults) with the
+        keyword ``settings`` applied."""
+        if given is None:
+            given = cls()
+        elif isinstance(given, Mapping):
+            given = cls().replace(**given)
+        elif not isinstance(given, cls):
+            raise AvatarTypeError(f"expected a {cls.__name__}, got {type(given).__name__}")
+        return given.replace(**settings)
+
+
+def _rebuild(cls: type, values: dict[str, Any]) -> Any:
+    return cls(**values)
+
+
 @dataclass(frozen=True)
-class AvatarParameters:
+class AvatarParameters(_Settings):
     """How to avatarize a table; checked when made, immutable after.
 
     - ``k``: neighbours per avatar (2 <= k < rows; Avatar paper: 20);
@@ -219,27 +263,6 @@ class AvatarParameters:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
-    def __reduce__(self):
-        """Pickled (Dask ships parameters to workers; ``copy.deepcopy``) as its plain
-        values, checked again when rebuilt."""
-        values = {name: getattr(self, name) for name in self.names()}
-        values["column_weights"] = dict(self.column_weights)
-        values["types"] = dict(self.types)
-        return _rebuild_parameters, (values,)
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def replace(self, **changes: Any) -> AvatarParameters:
-        """A copy with ``changes``, checked; an unknown name is refused, naming the valid ones."""
-        unknown = sorted(set(changes) - set(self.names()))
-        if unknown:
-            raise AvatarTypeError(
-                f"unknown parameter(s) {unknown}; the parameters are {list(self.names())}"
-            )
-        return dataclasses.replace(self, **changes) if changes else self
-
     def for_rows(self, n_rows: int) -> AvatarParameters:
         """Itself, after checking that ``k`` suits a table of ``n_rows`` rows."""
         check_k(self.k, n_rows)
@@ -248,15 +271,78 @@ class AvatarParameters:
     def as_dict(self) -> dict[str, Any]:
         """Plain values (dicts, the backend's name; the seed left out: results record the
         entropy they used)."""
-        out = {name: getattr(self, name) for name in self.names() if name != "seed"}
-        out["column_weights"] = dict(self.column_weights)
-        out["types"] = dict(self.types)
+        out = self.plain()
+        del out["seed"]
         out["backend"] = getattr(self.backend, "name", self.backend)
         return out
 
 
-def _rebuild_parameters(values: dict[str, Any]) -> AvatarParameters:
-    return AvatarParameters(**values)
+@dataclass(frozen=True)
+class MetricOptions(_Settings):
+    """How a release's privacy is measured; checked when made, immutable after. Shared by
+    ``privacy_metrics``, the batch, streaming and Dask paths, the database scenarios, the
+    report and the command line (metrics.md; definitions in ``metrics/privacy.py``).
+
+    - ``ncp``: axes of the metric projection (the avatarization's is the recommended value);
+    - ``known_variables``: the columns an attacker knows (correlation protection, inference);
+    - ``target``: the one column an attacker infers from ``known_variables``;
+    - ``categorical_hidden_rate_variables``: the columns of the categorical hidden rate;
+    - ``imputation``: fills missing values for the metric projection only (the mean, as for
+      the published reference values);
+    - ``closest_rate_percentage_threshold`` (a percentile, 0-100) and
+      ``closest_rate_ratio_threshold``: when an avatar counts as at risk for ``closest_rate``;
+    - ``engine``: the exact distance-rank reduction, one of ``METRIC_ENGINES``;
+    - ``check_alignment``: refuse avatars not row-aligned with the originals (a released,
+      shuffled file); off only for avatars aligned by construction.
+
+    Column names are checked against the table when measured.
+    """
+
+    _WHAT = "metric option"
+
+    ncp: int = 5
+    known_variables: Any = None
+    target: Any = None
+    categorical_hidden_rate_variables: Any = None
+    imputation: str = "mean"
+    closest_rate_percentage_threshold: float = 0.3
+    closest_rate_ratio_threshold: float = 0.3
+    engine: str = "auto"
+    check_alignment: bool = True
+
+    def __post_init__(self) -> None:
+        target = self.target
+        if isinstance(target, list):
+            if len(target) != 1:
+                raise AvatarError(f"target must be one column, got {target}")
+            target = target[0]
+        if target is not None and self.known_variables is None:
+            raise AvatarError(
+                "target needs known_variables: the inference metrics infer the target from "
+                "what an attacker knows; give known_variables too"
+            )
+        checked = {
+            "ncp": check_ncp(self.ncp),
+            "known_variables": _columns(self.known_variables),
+            "target": target,
+            "categorical_hidden_rate_variables": _columns(
+                self.categorical_hidden_rate_variables),
+            "imputation": check_choice("imputation", self.imputation, IMPUTATIONS),
+            "closest_rate_percentage_threshold": check_number(
+                "closest_rate_percentage_threshold", self.closest_rate_percentage_threshold,
+                0, 100),
+            "closest_rate_ratio_threshold": check_number(
+                "closest_rate_ratio_threshold", self.closest_rate_ratio_threshold, 0),
+            "engine": check_choice("engine", self.engine, METRIC_ENGINES),
+            "check_alignment": check_flag("check_alignment", self.check_alignment),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
+def _columns(names: Any) -> Any:
+    """A list of column names as a tuple (the options are frozen); a single name as given."""
+    return tuple(names) if isinstance(names, list) else names
 
 
 def table_parameters(
@@ -301,4 +387,15 @@ def avatar_parameters(parameters: AvatarParameters | None = None, **settings: An
         raise AvatarTypeError(
             f"parameters must be an AvatarParameters, got {type(parameters).__name__}"
         )
-    return (parameters or AvatarParameters()).replace(**settings)
+    return AvatarParameters.of(parameters, **settings)
+
+
+def metric_options(options: MetricOptions | Mapping[str, Any] | None = None, **settings: Any):
+    """The metric options of one call: ``options`` (a ``MetricOptions``, a mapping of its
+    names, or None for the defaults) with the keyword ``settings`` applied."""
+    if options is not None and not isinstance(options, (MetricOptions, Mapping)):
+        raise AvatarTypeError(
+            f"options must be a MetricOptions or a mapping of its names, got "
+            f"{type(options).__name__}"
+        )
+    return MetricOptions.of(options, **settings)

@@ -41,7 +41,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import __version__
@@ -60,6 +59,7 @@ from ..parameters import (
     IMPUTATIONS,
     METRIC_ENGINES,
     AvatarParameters,
+    MetricOptions,
     check_types,
 )
 from ..parsing import DECIMAL_MARKS
@@ -71,7 +71,6 @@ DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
 CLI_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",
              "weights": "--column-weights"}  # advice.next_steps, in command-line words
-ATTACK_STREAM = 0xA77AC  # avatarize --holdout: the attacks' seed is drawn from [run seed, this]
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -137,19 +136,18 @@ def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
     return types
 
 
-def _privacy_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The attacker's knowledge for the attribute-based metrics, and the reduction engine of
-    ``metrics`` and ``report``."""
-    options = {
-        "known_variables": args.known_variables,
-        "target": args.target,
-        "categorical_hidden_rate_variables": args.categorical_hidden_rate_variables,
-    }
+def _metric_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric options given on the command line: the attacker's knowledge and, for
+    ``metrics`` and ``report``, the projection axes, the reduction engine and the alignment
+    test."""
+    settings = {name: getattr(args, name) for name in ATTACKER_KNOWLEDGE}
     if args.command in ("metrics", "report"):
-        options["engine"] = args.engine
-        if args.no_alignment_check:
-            options["check_alignment"] = False
-    return {key: value for key, value in options.items() if value is not None}
+        settings.update(ncp=args.ncp, engine=args.engine,
+                        check_alignment=not args.no_alignment_check)
+    return {key: value for key, value in settings.items() if value is not None}
+
+
+ATTACKER_KNOWLEDGE = ("known_variables", "target", "categorical_hidden_rate_variables")
 
 
 def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -473,22 +471,20 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     from ..files import write_table
     from ..progress import Steps
 
-    if _privacy_options(args) and not args.report:
+    if any(getattr(args, name) is not None for name in ATTACKER_KNOWLEDGE) and not (
+            args.report or args.holdout):
         raise UsageError(
             "--known-variables, --target and --categorical-hidden-rate-variables set the "
-            "report's privacy metrics: add --report PATH"
+            "privacy metrics of the evidence: add --report PATH or --holdout FILE"
         )
-    if args.candidates and args.k != AUTO:
-        raise UsageError("--candidates are the values of k that --k auto tries: add --k auto")
-    if args.holdout and not args.report:
-        raise UsageError("--holdout measures the attack-based risks for the report: add "
-                         "--report PATH (or run gpu-avatar attacks)")
+    if (args.candidates or args.targets) and args.k != AUTO:
+        raise UsageError("--candidates and --targets are what --k auto weighs: add --k auto")
     paths = OutputPaths({"INPUT": args.input, "--holdout": args.holdout})
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
     manifest = unshuffled and paths.add("--unshuffled-output", manifest_path(unshuffled))
     if args.report:
-        from ..report import report_format, write_report
+        from ..report import report_format
 
         paths.add("--report", args.report, report_format)
     steps = Steps(progress, "gpu-avatar avatarize")
@@ -499,22 +495,16 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         if args.holdout:  # read and checked before the work
             holdout = _cast_like(df, read_input(args.holdout, args).frame)
             check_same_table(df, holdout, f"--holdout {args.holdout}", same_rows=False)
-    types = column_types(df, args)
-    settings = _settings(args)
-    advice = None
-    if args.k == AUTO:
-        with steps.step("advise"):
-            advice = ga.advise(df, types=types, candidates=args.candidates, **settings)
-        if advice.k is None:
-            from ..advice import next_steps
-
-            raise AvatarError(f"--k auto: {advice.shortfall}. {next_steps(CLI_NAMES)}")
-        settings.update(k=advice.k, seed=advice.parameters.seed)  # the candidate measured
-        _say(f"advice: {advice.reason}")
-    start = time.perf_counter()
-    result = ga.avatarize(df, types=types, progress=progress, **settings)
-    seconds = time.perf_counter() - start
+    auto = args.k == AUTO
     with staged_outputs():  # the avatars, the unshuffled avatars and the report, or none
+        release = ga.prepare_release(
+            df, holdout=holdout, types=column_types(df, args),
+            candidates=args.candidates if auto else None,
+            targets=_targets_option(args) if auto else None,
+            options=_metric_settings(args), report=args.report,
+            measure=bool(args.report or args.holdout), language=args.language,
+            name=Path(args.input).name, progress=progress, **_settings(args))
+        result = release.result
         with steps.step("write"):
             written = write_options(table, args)
             write_table(result.avatars, output, **written)
@@ -522,35 +512,38 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
                 write_table(result.sensitive_unshuffled_avatars, unshuffled, **written)
                 with atomic_path(manifest) as temporary:
                     write_manifest(temporary, df, args.input, result)
-        if args.report:
-            with steps.step("privacy metrics"):
-                privacy = result.privacy_metrics(holdout=holdout, **_privacy_options(args))
-            attacks = None
-            if holdout is not None:
-                seed = attack_seed(result.seed)
-                with steps.step("attacks"):
-                    attacks = ga.attack_metrics(df, result.avatars, holdout, types=types,
-                                                seed=seed, backend=args.backend)
-                _say(_attacks_line(attacks))
-                _say(f"attack seed {seed}: gpu-avatar attacks {args.input} {output} --holdout "
-                     f"{args.holdout} --seed {seed}, with this command's --types and reading "
-                     "options, measures the same risks")
-            write_report(result, args.report, name=Path(args.input).name, privacy=privacy,
-                         advice=advice, attacks=attacks, language=args.language,
-                         progress=progress)
-    _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in {seconds:.2f} s "
-         f"(k {result.parameters.k}, ncp {result.parameters.ncp}, seed {result.seed})")
+    steps.close()
+    if release.advice is not None:
+        _say(f"advice: {release.advice.reason}")
+    _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in "
+         f"{sum(result.timings.values()):.2f} s (k {result.parameters.k}, ncp "
+         f"{result.parameters.ncp}, seed {result.seed})")
     if unshuffled:
         _say(f"wrote the unshuffled avatars to {unshuffled} (sensitive: do not release) and "
              f"what they were made from to {manifest}")
     knowingly = knowingly_released_line(result.knowingly_released)
     if knowingly:
         _say(knowingly)
+    if release.attacks is not None:
+        _say(_attacks_line(release.attacks))
+        _say(f"attack seed {release.attack_seed}: gpu-avatar attacks {args.input} {output} "
+             f"--holdout {args.holdout} --seed {release.attack_seed}, with this command's "
+             "--types and reading options, measures the same risks")
     if args.report:
-        _say(_privacy_line(privacy))
         _say(f"wrote the report to {args.report}")
-    steps.close()
+    if release.verdict is None:
+        _say("no evidence measured: add --report PATH (and --holdout FILE for the attacks) "
+             "for the privacy metrics and the release verdict")
+    else:
+        _say(_privacy_line(release.privacy))
+        _say_verdict(release.verdict)
     return 0
+
+
+def _say_verdict(verdict: Any) -> None:
+    """The release verdict: the command's last lines."""
+    for line in verdict.lines():
+        _say(line)
 
 
 def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
@@ -629,8 +622,8 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
     with steps.step("read"):
         original, avatars, types = _read_pair(args)
     with steps.step("privacy metrics"):
-        privacy = ga.privacy_metrics(original, avatars, ncp=args.ncp, types=types,
-                                     backend=args.backend, **_privacy_options(args))
+        privacy = ga.privacy_metrics(original, avatars, MetricOptions(**_metric_settings(args)),
+                                     types=types, backend=args.backend)
     with steps.step("signal metrics"):
         signal = ga.signal_metrics(original, avatars, types=types, backend=args.backend)
     frame = pd.concat({"privacy": privacy.to_frame(), "signal": signal.to_frame()},
@@ -653,8 +646,8 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     with Steps(progress, "gpu-avatar report", total=1).step("read"):
         original, avatars, types = _read_pair(args)
     part = table_part(
-        original, avatars, name=Path(args.original).name, types=types, ncp=args.ncp,
-        backend=args.backend, privacy_options=_privacy_options(args), progress=progress,
+        original, avatars, name=Path(args.original).name, types=types, backend=args.backend,
+        privacy_options=MetricOptions(**_metric_settings(args)), progress=progress,
         parameters={"original": args.original, "avatars": args.avatars, "ncp": args.ncp},
         language=args.language,
     )
@@ -839,13 +832,6 @@ def cmd_split(args: argparse.Namespace, progress: bool) -> int:
          f"rows to {holdout_path} (avatarize the first; keep the second private, for "
          "gpu-avatar attacks)")
     return 0
-
-
-def attack_seed(run_seed: int) -> int:
-    """The seed of ``avatarize --holdout``'s attacks: drawn from the run's seed on a stream of
-    its own (not the avatars' draws), a plain integer that ``gpu-avatar attacks --seed``
-    takes to measure the same risks."""
-    return int(np.random.SeedSequence([run_seed, ATTACK_STREAM]).generate_state(1)[0])
 
 
 def _attacks_line(attacks: Any) -> str:

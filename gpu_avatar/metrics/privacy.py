@@ -53,19 +53,11 @@ from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError
 from ..neighbours.search import nearest_neighbours, nearest_reference_distances
-from ..parameters import (
-    IMPUTATIONS,
-    METRIC_ENGINES,
-    check_choice,
-    check_flag,
-    check_ncp,
-    check_number,
-    check_types,
-)
+from ..parameters import MetricOptions, check_types, metric_options
 from ..projection.projection import Projection, projection_kind
+from .catalogue import PRIVACY_TARGETS, metrics_frame
 from .checks import check_row_alignment, check_same_table, check_variables
 from .reductions import DistanceRanks, distance_ranks
-from .targets import PRIVACY_TARGETS, metrics_frame
 from .timing import timed
 
 NUMERIC_MATCH_TOLERANCE = 0.05  # of the column's original mean, for correlation protection
@@ -279,37 +271,30 @@ def _inference(
 def privacy_metrics(
     original: pd.DataFrame,
     unshuffled_avatars: pd.DataFrame,
+    options: MetricOptions | Mapping[str, Any] | None = None,
     *,
-    ncp: int = 5,
-    known_variables: Any = None,
-    target: Any = None,
-    categorical_hidden_rate_variables: Any = None,
     types: Mapping[Any, str] | None = None,
     backend: str | Backend = "auto",
-    imputation: str = "mean",
-    closest_rate_percentage_threshold: float = 0.3,
-    closest_rate_ratio_threshold: float = 0.3,
-    engine: str = "auto",
-    reduction: Callable[[Any, Any, Backend], DistanceRanks] | None = None,
-    check_alignment: bool = True,
     holdout: pd.DataFrame | None = None,
+    reduction: Callable[[Any, Any, Backend], DistanceRanks] | None = None,
+    **settings: Any,
 ) -> PrivacyMetrics:
     """Privacy metrics of ``unshuffled_avatars`` (row i = avatar of ``original`` row i).
 
-    Avatars that cannot be told from a shuffled file (the release) are refused: every
-    metric would then compare an original with someone else's avatar and pass; the sign test
-    and its level are in ``checks.py``. ``check_alignment=False`` skips it, for avatars
-    aligned by construction or that the test cannot tell (fewer than 40 rows, k close to
-    the number of rows). ``holdout``: rows of the same table kept out of the avatarization
+    ``options``: a ``MetricOptions`` (``ncp``, ``known_variables``, ``target``, thresholds,
+    ``engine``, ``check_alignment``, ...), whose names may also be given as keywords
+    (``settings``). Avatars that cannot be told from a shuffled file (the release) are
+    refused: every metric would then compare an original with someone else's avatar and pass;
+    the sign test and its level are in ``checks.py``. ``check_alignment=False`` skips it, for
+    avatars aligned by construction or that the test cannot tell (fewer than 40 rows, k close
+    to the number of rows). ``holdout``: rows of the same table kept out of the avatarization
     (``split_holdout``), projected with the originals' model, for the holdout distances.
 
-    ``types`` as in ``avatarize`` (use the avatarization's); ``imputation`` fills missing
-    values for the metric projection only (the mean by default, as for the published reference
-    values); ``engine`` picks the reduction ("brute", "kdtree" or "numba"; "auto" by size,
-    backend and whether numba is installed), or
-    ``reduction(originals, avatars, backend)`` replaces it (``gpu_avatar.distributed`` runs it
-    as Dask tasks). See the module docstring for every definition.
+    ``types`` as in ``avatarize`` (use the avatarization's); ``reduction(originals, avatars,
+    backend)`` replaces the engine's distance-rank reduction (``gpu_avatar.distributed`` runs
+    it as Dask tasks). See the module docstring for every definition.
     """
+    options = metric_options(options, **settings)
     original = to_pandas(original)
     avatars = check_same_table(
         original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
@@ -317,33 +302,21 @@ def privacy_metrics(
     others = [avatars]
     if holdout is not None:
         others.append(check_same_table(original, to_pandas(holdout), "holdout", same_rows=False))
-    ncp = check_ncp(ncp)
-    check_alignment = check_flag("check_alignment", check_alignment)
-    check_choice("engine", engine, METRIC_ENGINES)
-    check_choice("imputation", imputation, IMPUTATIONS)
     types = check_types(types)
-    known = check_variables(original, known_variables, "known_variables")
-    targets = check_variables(original, target, "target")
+    known = check_variables(original, options.known_variables, "known_variables")
+    targets = check_variables(original, options.target, "target")
     chr_variables = check_variables(
-        original, categorical_hidden_rate_variables, "categorical_hidden_rate_variables"
+        original, options.categorical_hidden_rate_variables, "categorical_hidden_rate_variables"
     )
     if types:  # the metric projection drops identifiers from types: catch misspelt names here
         check_variables(original, list(types), "types")
     if targets is not None and len(targets) != 1:
         raise AvatarError(f"target must be one column, got {targets}")
-    if targets is not None and known is None:
-        raise AvatarError(
-            "target needs known_variables: the inference metrics infer the target from what "
-            "an attacker knows; give known_variables too"
-        )
-    percentage = check_number(
-        "closest_rate_percentage_threshold", closest_rate_percentage_threshold, 0, 100
-    )
-    ratio_threshold = check_number("closest_rate_ratio_threshold", closest_rate_ratio_threshold, 0)
     identifiers = {c for c, kind in (types or {}).items() if kind == IDENTIFIER}
     for argument, names in (("known_variables", known), ("target", targets)):
         if names and identifiers.intersection(names):
             raise AvatarError(f"{argument} cannot use identifier column(s) {sorted(identifiers)}")
+    ncp, imputation = options.ncp, options.imputation
     backend = resolve_backend(backend)
     # per row: both coordinate sets with their chunks (4 ncp), the two trees' copies and the
     # queries in leaf order (3 ncp), own distances, orders and per-row results (16 values)
@@ -352,10 +325,10 @@ def privacy_metrics(
 
     x, (y, *held), encoder = metric_coordinates(original, others, ncp, types, imputation,
                                                  backend)
-    if check_alignment:
+    if options.check_alignment:
         check_row_alignment(x, y, backend)
     if reduction is None:
-        ranks = distance_ranks(x, y, backend, engine)
+        ranks = distance_ranks(x, y, backend, options.engine)
     else:
         ranks = reduction(x, y, backend)
     hidden_rate = 100.0 * float(ranks.hidden.mean())
@@ -363,8 +336,8 @@ def privacy_metrics(
     _, others_distances = nearest_neighbours(x, min(2, n - 1), backend)
     others_distances = backend.to_numpy(others_distances)
     nearest_other = others_distances[:, 0]
-    risk_distance = np.percentile(nearest_other, percentage)
-    at_risk = (ranks.closest < risk_distance) & (ratio < ratio_threshold)
+    risk_distance = np.percentile(nearest_other, options.closest_rate_percentage_threshold)
+    at_risk = (ranks.closest < risk_distance) & (ratio < options.closest_rate_ratio_threshold)
     holdout_distance = closer_to_training = None
     if held:
         holdout_distance = float(np.median(nearest_reference_distances(held[0], x, backend)))

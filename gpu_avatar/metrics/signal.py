@@ -30,8 +30,8 @@ from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
 from ..encoding.kinds import column_scales
 from ..errors import AvatarError
 from ..parameters import check_integer, check_types
+from .catalogue import SIGNAL_TARGETS, metrics_frame
 from .checks import check_same_table
-from .targets import SIGNAL_TARGETS, metrics_frame
 from .timing import timed
 
 HELLINGER_BINS = 10  # equal-width bins of a continuous variable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,8 +13,8 @@ import pandas as pd
 from ..backend import to_pandas
 from ..encoding.identifying import IdentifyingColumn
 from ..metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
-from ..metrics.targets import mean_and_worst
-from ..parameters import AvatarParameters
+from ..metrics.catalogue import mean_and_worst
+from ..parameters import AvatarParameters, MetricOptions, metric_options
 
 
 @dataclass
@@ -49,39 +50,50 @@ class AvatarizationResult:
     def avatars(self) -> pd.DataFrame:
         return self.sensitive_unshuffled_avatars.iloc[self.release_order].reset_index(drop=True)
 
-    def _metric_settings(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        """The run's ``ncp``, ``types`` and backend, overridden by ``overrides``."""
+    def metric_options(self, options: Any = None, **settings: Any) -> MetricOptions:
+        """``options`` (a ``MetricOptions``; a mapping of its names, or None, applies to this
+        run's ``ncp`` and no row-alignment test, as its unshuffled avatars are aligned by
+        construction) with ``settings`` applied."""
+        run = MetricOptions(ncp=self.parameters.ncp, check_alignment=False)
+        if options is None or isinstance(options, Mapping):
+            options = run.replace(**(options or {}))
+        return metric_options(options, **settings)
+
+    def _measured_with(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The run's ``types`` and backend, overridden by ``overrides``."""
         run = self.parameters
-        return {"ncp": run.ncp, "types": dict(run.types), "backend": run.backend, **overrides}
+        return {"types": dict(run.types), "backend": run.backend, **overrides}
 
-    def _privacy_settings(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        """``_metric_settings`` without the row-alignment test: this run's unshuffled avatars
-        are aligned by construction."""
-        return {"check_alignment": False, **self._metric_settings(overrides)}
-
-    def privacy_metrics(self, **overrides: Any) -> PrivacyMetrics:
-        """``ga.privacy_metrics`` on this run's originals and unshuffled avatars, with the
-        run's ``ncp``, ``types`` and backend unless overridden."""
+    def privacy_metrics(self, options: Any = None, **overrides: Any) -> PrivacyMetrics:
+        """``ga.privacy_metrics`` on this run's originals and unshuffled avatars, with
+        ``metric_options(options)`` and the run's ``types`` and backend unless overridden
+        (metric options may be given as keywords too)."""
+        options, overrides = self._split(options, overrides)
         avatars = to_pandas(self.sensitive_unshuffled_avatars)
-        return privacy_metrics(self.original, avatars, **self._privacy_settings(overrides))
+        return privacy_metrics(self.original, avatars, options, **self._measured_with(overrides))
+
+    def _split(self, options: Any, overrides: dict[str, Any]) -> tuple[MetricOptions, dict]:
+        names = MetricOptions.names()
+        settings = {key: overrides.pop(key) for key in list(overrides) if key in names}
+        return self.metric_options(options, **settings), overrides
 
     def signal_metrics(self, **overrides: Any) -> SignalMetrics:
         """``ga.signal_metrics`` between this run's originals and released avatars."""
-        settings = self._metric_settings(overrides)
-        settings.pop("ncp")
-        return signal_metrics(self.original, to_pandas(self.avatars), **settings)
+        return signal_metrics(self.original, to_pandas(self.avatars),
+                              **self._measured_with(overrides))
 
-    def batch_privacy_metrics(self, **overrides: Any) -> pd.DataFrame:
+    def batch_privacy_metrics(self, options: Any = None, **overrides: Any) -> pd.DataFrame:
         """Privacy metrics of each batch (originals of the batch against their avatars), one
         row per batch, then their ``mean`` and the ``worst`` (each metric in its own
-        direction, ``metrics.targets``). A run without batches has a single batch."""
+        direction, ``metrics.catalogue``). A run without batches has a single batch."""
         batches = self.batches or [np.arange(len(self.original))]
-        settings = self._privacy_settings(overrides)
+        options, overrides = self._split(options, overrides)
+        settings = self._measured_with(overrides)
         avatars = to_pandas(self.sensitive_unshuffled_avatars)
         rows = {}
         for b, positions in enumerate(batches):
             metrics = privacy_metrics(
-                self.original.iloc[positions], avatars.iloc[positions], **settings
+                self.original.iloc[positions], avatars.iloc[positions], options, **settings
             )
             rows[f"batch {b}"] = metrics.to_frame()["value"].to_dict()
         rows.update(mean_and_worst(list(rows.values())))

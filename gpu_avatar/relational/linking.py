@@ -125,11 +125,12 @@ class DatabaseAvatarizationResult:
     # columns that could identify a person, released because their kind was declared
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
 
-    def privacy_metrics(self, **options: Any):
-        """Privacy per (table, scenario, reference table); see ``scenarios``."""
+    def privacy_metrics(self, options: Any = None, **settings: Any):
+        """Privacy per (table, scenario, reference table), with metric ``options`` (a
+        ``MetricOptions``; its names as keywords too); see ``scenarios``."""
         from .scenarios import database_privacy_metrics
 
-        return database_privacy_metrics(self, **options)
+        return database_privacy_metrics(self, options, **settings)
 
     def signal_metrics(self, **options: Any):
         """Signal per (table, scenario, reference table); see ``scenarios``."""

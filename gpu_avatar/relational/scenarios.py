@@ -34,18 +34,21 @@ import pandas as pd
 
 from ..backend import resolve_backend
 from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..metrics.catalogue import (
+    PRIVACY_TARGETS,
+    STANDALONE,
+    SUMMARY_METRICS,
+    TIME_SERIES_ENRICHED,
+    TO_BOTTOM_ID_PROPAGATED,
+    TO_BOTTOM_INFORMATION_PROPAGATED,
+    TO_TOP_ENRICHED,
+)
 from ..metrics.privacy import PrivacyMetrics, privacy_metrics
 from ..metrics.signal import HELLINGER_BINS, SignalMetrics, continuous_hellinger, signal_metrics
-from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS
 from ..metrics.timing import timed
+from ..parameters import metric_options
 from .linking import DatabaseAvatarizationResult, broadcast_name
 from .schema import NO_PARENT, children_counts, take_parents
-
-STANDALONE = "standalone"
-TO_TOP_ENRICHED = "to_top_enriched"
-TO_BOTTOM_ID_PROPAGATED = "to_bottom_id_propagated"
-TO_BOTTOM_INFORMATION_PROPAGATED = "to_bottom_information_propagated"
-TIME_SERIES_ENRICHED = "time_series_enriched"
 
 
 @dataclass
@@ -278,22 +281,23 @@ def individual_ancestors(result: DatabaseAvatarizationResult, table: str) -> lis
 
 @timed
 def database_privacy_metrics(
-    result: DatabaseAvatarizationResult, **options: Any
+    result: DatabaseAvatarizationResult, options: Any = None, **settings: Any
 ) -> ScenarioMetrics:
-    """Every privacy scenario; ``options`` go to ``privacy_metrics`` (e.g. ``engine``). The
-    scenarios pair each row with its own avatar row by construction: no alignment test."""
+    """Every privacy scenario, measured with ``metric_options(options, **settings)`` (e.g.
+    ``engine``) and each table's ``ncp``. The scenarios pair each row with its own avatar row
+    by construction: no alignment test."""
     db = result.database
     out = ScenarioMetrics()
     order = db.topological_order()
+    options = metric_options(options, **settings).replace(check_alignment=False)
 
     def measure(original, avatar, types, table):
         return privacy_metrics(
             original,
             avatar,
-            ncp=_ncp(result, table),
+            options.replace(ncp=_ncp(result, table)),
             types=types,
             backend=result.parameters.backend,
-            **{"check_alignment": False, **options},
         )
 
     for name in order:

@@ -32,6 +32,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.pass { background: #c6efce; color: #0b4a1c; }
 td.fail { background: #ffc7c2; color: #7a0916; }
 td.empty { background: #f0f2f4; color: #8c959f; }
+td.warn { background: #ffeb9c; color: #7a5200; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
   font-weight: 600; }
 .badge.pass { background: #2da44e; color: #ffffff; }

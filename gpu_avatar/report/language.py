@@ -8,6 +8,7 @@ French entry is an error, so that a French report never mixes in English silentl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,11 @@ class Translator:
             if text not in FRENCH:
                 raise LookupError(f"no French text for {text!r}: add it to report/language.py")
             text = FRENCH[text]
+        return text.format(**fields) if fields else text
+
+    def words(self, texts: Mapping[str, str], **fields: Any) -> str:
+        """A text given in every language (``metrics.catalogue.words``), in this one."""
+        text = texts[self.language]
         return text.format(**fields) if fields else text
 
     def number(self, value: Any, spec: str = ".4g") -> str:
@@ -114,53 +120,9 @@ FRENCH: dict[str, str] = {
     "Plots": "Graphiques",
     "Fewer than two continuous variables: no correlation matrix.":
     "Moins de deux variables continues : pas de matrice de corrélation.",
-    # metric definitions (report/data.py)
-    "% of originals whose closest avatar is not their own":
-    "% des individus d'origine dont l'avatar le plus proche n'est pas le leur",
-    "median number of avatars at least as close to an original as its own":
-    "nombre médian d'avatars au moins aussi proches d'un individu d'origine que le sien",
-    "median distance of an avatar to its closest original":
-    "distance médiane d'un avatar à l'individu d'origine le plus proche",
-    "median ratio closest / second-closest original, per avatar":
-    "rapport médian, par avatar, entre l'individu d'origine le plus proche et le deuxième",
-    "% of avatars closer to an original than to any holdout row (needs a holdout)":
-    "% des avatars plus proches d'un individu d'origine que de tout individu témoin (demande "
-    "un témoin)",
     " Originals among themselves: {baseline}.": " Individus d'origine entre eux : {baseline}.",
     " Holdout against the originals: {baseline}.":
     " Témoin face aux individus d'origine : {baseline}.",
-    "% of avatars not both very close to one original and far from the rest":
-    "% des avatars qui ne sont pas à la fois très proches d'un individu d'origine et loin des "
-    "autres",
-    "% of originals with no identical avatar row":
-    "% des individus d'origine sans avatar identique",
-    "worst variable: % of originals whose unique value is not copied into the avatars":
-    "pire variable : % des individus d'origine dont la valeur unique n'est pas recopiée dans "
-    "les avatars",
-    "% of originals not singled out on the chosen categorical variables (needs "
-    "categorical_hidden_rate_variables)":
-    "% des individus d'origine non isolés sur les variables catégorielles choisies (requiert "
-    "categorical_hidden_rate_variables)",
-    "% of originals protected from linkage on the known variables (needs known_variables)":
-    "% des individus d'origine protégés du rapprochement sur les variables connues (requiert "
-    "known_variables)",
-    "error of guessing the target through the closest avatar on the known variables / error "
-    "of a marginal guess (1: the link teaches nothing)":
-    "erreur de l'inférence de la cible par l'avatar le plus proche sur les variables connues / "
-    "erreur d'une inférence par la loi marginale (1 : le rapprochement n'apprend rien)",
-    "accuracy of guessing the target through the closest avatar on the known variables (needs "
-    "known_variables and a categorical target)":
-    "exactitude de l'inférence de la cible par l'avatar le plus proche sur les variables "
-    "connues (requiert known_variables et une cible catégorielle)",
-    "mean over variables of the Hellinger distance between original and avatar distributions "
-    "(0: identical, 1: disjoint)":
-    "moyenne sur les variables de la distance de Hellinger entre les distributions d'origine "
-    "et des avatars (0 : identiques, 1 : disjointes)",
-    "standard deviation of the per-variable Hellinger distances":
-    "écart-type des distances de Hellinger par variable",
-    "mean |Pearson correlation difference| over pairs of continuous variables, in %":
-    "moyenne des |écarts de corrélation de Pearson| sur les paires de variables continues, "
-    "en %",
     # plots
     "originals": "individus d'origine", "avatars": "avatars",
     "avatars - originals": "avatars - individus d'origine",
@@ -246,22 +208,6 @@ FRENCH: dict[str, str] = {
     "attack success": "succès de l'attaque", "holdout success": "succès sur le témoin",
     "random guess": "tirage au hasard", "attacks": "attaques",
     "measurable risk": "risque mesurable", "no measurable risk": "aucun risque mesurable",
-    "queries on one column that match exactly one avatar (a value seen once, a minimum, a "
-    "maximum); success: the query matches exactly one original":
-    "requêtes sur une colonne qui désignent exactement un avatar (valeur unique, minimum, "
-    "maximum) ; succès : la requête désigne exactement un individu d'origine",
-    "queries combining several columns of an avatar; success: the query matches exactly one "
-    "original": "requêtes combinant plusieurs colonnes d'un avatar ; succès : la requête "
-    "désigne exactement un individu d'origine",
-    "the attacker holds two sets of columns of the same people and links them through their "
-    "nearest avatars; success: both halves lead to the same avatar":
-    "l'attaquant détient deux ensembles de colonnes des mêmes personnes et les relie par leurs "
-    "avatars les plus proches ; succès : les deux moitiés mènent au même avatar",
-    "the attacker knows every other column and reads the secret off the nearest avatar; "
-    "success: the right category, or a number within {tolerance} % of the guess":
-    "l'attaquant connaît toutes les autres colonnes et lit le secret sur l'avatar le plus "
-    "proche ; succès : la bonne catégorie, ou un nombre à {tolerance} % près de la valeur "
-    "devinée",
     # database part
     "{tables} tables, {links} links; privacy summary: {passed} of {cells} cells pass.":
     "{tables} tables, {links} liens ; synthèse de confidentialité : {passed} cellules "
@@ -319,31 +265,38 @@ FRENCH: dict[str, str] = {
     "Privacy scenarios": "Scénarios de confidentialité",
     "Signal scenarios": "Scénarios de signal",
     "scenario": "scénario", "reference": "référence", "via": "via",
-    # the scenarios (report/data.py)
-    "standalone": "table seule", "to_top_enriched": "enrichie par les enfants",
-    "to_bottom_id_propagated": "enfants liés au parent",
-    "to_bottom_information_propagated": "enfants enrichis par le parent",
-    "time_series_enriched": "enrichie par les séries",
-    "The table alone: each original row against its own avatar.":
-    "La table seule : chaque ligne d'origine face à son propre avatar.",
-    "Each row with a summary of its children in the reference table (their count, the mean of "
-    "each number, the share of each category), against its avatar with its avatar children.":
-    "Chaque ligne avec un résumé de ses enfants dans la table de référence (leur nombre, la "
-    "moyenne de chaque nombre, la part de chaque catégorie), face à son avatar avec ses "
-    "enfants avatars.",
-    "The rows of a child table with their parent's columns copied through the foreign key (a "
-    "person's own rows, or their children's), against the avatar rows joined through the "
-    "avatar links.": "Les lignes d'une table enfant avec les colonnes de leur parent recopiées "
-    "par la clé étrangère (les lignes de la personne elle-même, ou celles de ses enfants), "
-    "face aux lignes d'avatars jointes par les liens des avatars.",
-    "Each child row with its parent's columns copied through the foreign key: whether the "
-    "avatars keep the correlations across the link.": "Chaque ligne enfant avec les colonnes "
-    "de son parent recopiées par la clé étrangère : les avatars gardent-ils les corrélations "
-    "à travers le lien ?",
-    "Each row with features of its time series in the reference table (length, start, span, "
-    "curve shape, missing shares), against its avatar with its avatar series.":
-    "Chaque ligne avec les caractéristiques de ses séries temporelles dans la table de "
-    "référence (longueur, début, durée, forme des courbes, parts manquantes), face à son "
-    "avatar avec ses séries avatars.",
     "Tables": "Tables", "Table {name}": "Table {name}",
+    # the verdict (report/verdict.py)
+    "Verdict": "Verdict", "answer": "réponse", "finding": "constat", "decisive": "décisif",
+    "The release meets every target.": "La publication atteint tous les objectifs.",
+    "The release does not meet its targets.": "La publication n'atteint pas ses objectifs.",
+    "The release meets its targets with named exceptions.":
+    "La publication atteint ses objectifs, avec des exceptions nommées.",
+    "verdict: {answer}": "verdict : {answer}",
+    "no avatar is an exact copy of an original row":
+    "aucun avatar n'est la copie exacte d'une ligne d'origine",
+    "{copies} avatars are exact copies of original rows, which {originals} originals hold":
+    "{copies} avatars sont des copies exactes de lignes d'origine, que détiennent {originals} "
+    "individus d'origine",
+    "{attack}: measurable risk {risk} [{low}, {high}], beyond a random guess and the holdout":
+    "{attack} : risque mesurable {risk} [{low}, {high}], au-delà d'un tirage au hasard et du "
+    "témoin",
+    "{metric} {value} meets its target {target} (margin {margin})":
+    "{metric} {value} atteint son objectif {target} (marge {margin})",
+    "{metric} {value} misses its target {target} by {margin}":
+    "{metric} {value} manque son objectif {target} de {margin}",
+    " (worst column: {column})": " (pire colonne : {column})",
+    "{table}, {scenario} against {reference}: ": "{table}, {scenario} face à {reference} : ",
+    "Attack risks not measured: they need a holdout, rows of the table kept out of the "
+    "avatarization.": "Risques d'attaque non mesurés : ils demandent un témoin, des lignes de "
+    "la table tenues à l'écart de l'avatarisation.",
+    "Decisive: {metrics}, the method's protection that no avatar can be traced to its "
+    "original; missing one means the release does not meet its targets. Any other target "
+    "missed, a measurable risk of an attack that learns from the release, or an exact copy of "
+    "an original row is a named exception. Distances reported beside their baselines are not "
+    "targets.": "Décisifs : {metrics}, la protection propre à la méthode, qu'aucun avatar ne "
+    "puisse être rattaché à son original ; en manquer un signifie que la publication n'atteint "
+    "pas ses objectifs. Tout autre objectif manqué, un risque mesurable d'une attaque qui "
+    "apprend de la publication, ou une copie exacte d'une ligne d'origine est une exception "
+    "nommée. Les distances données à côté de leurs références ne sont pas des objectifs.",
 }

@@ -25,14 +25,20 @@ from ..backend import to_pandas
 from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
 from ..metrics import AttackMetrics, PrivacyMetrics, SignalMetrics
 from ..metrics.attacks import INFERENCE_TOLERANCE
-from ..metrics.targets import PRIVACY_TARGETS, SUMMARY_METRICS, TARGETS, Target
+from ..metrics.catalogue import (
+    ATTACK,
+    CATALOGUE,
+    PRIVACY_TARGETS,
+    SCENARIOS,
+    SUMMARY_METRICS,
+    Target,
+    family,
+)
+from ..metrics.verdict import release_verdict
+from ..parameters import MetricOptions, metric_options
 from ..progress import ProgressLike, Steps
 from .data import (
-    ATTACK_DESCRIPTIONS,
-    PRIVACY_DESCRIPTIONS,
     PRIVACY_SCENARIO_COLUMNS,
-    SCENARIO_DESCRIPTIONS,
-    SIGNAL_DESCRIPTIONS,
     SIGNAL_SCENARIO_COLUMNS,
     database_metrics,
     table_metrics,
@@ -48,6 +54,7 @@ from .plots import (
     projection_plot,
     time_series_plot,
 )
+from .verdict import answer_text, verdict_blocks
 
 
 def _verdict(passed: Any, tr: Translator, computed: bool = True) -> Cell:
@@ -75,15 +82,17 @@ def _parameter(name: str, value: Any, tr: Translator) -> list[Cell]:
     return [Cell(name, "code"), Cell(text, "code" if isinstance(value, str) else "")]
 
 
-def _metrics_table(frame: pd.DataFrame, descriptions: Mapping[str, str], tr: Translator):
+def _metrics_table(frame: pd.DataFrame, tr: Translator):
+    """The metrics of a frame, each with its target and meaning from the catalogue."""
     rows = []
     for metric, row in frame.iterrows():
         computed = bool(np.isfinite(row["value"]))
+        declared = CATALOGUE[metric]
         rows.append([
             Cell(str(metric), "code"), Cell(tr.number(row["value"])),
-            Cell(_target_text(TARGETS[metric], tr)),
+            Cell(_target_text(declared.target, tr)),
             _verdict(row["passed"], tr, computed),
-            Cell(tr(descriptions.get(metric, "")) + _baselines(row, tr)),
+            Cell(tr.words(declared.meaning) + _baselines(row, tr)),
         ])
     headers = [tr("metric"), tr("value"), tr("target"), tr("result"), tr("definition")]
     return Table(headers, rows, numeric=frozenset({1}))
@@ -117,13 +126,13 @@ def _table_part(
     name: str,
     avatars: pd.DataFrame | None = None,
     types: Mapping[Any, str] | None = None,
-    ncp: int = 5,
+    ncp: int | None = None,
     parameters: Mapping[str, Any] | None = None,
     timings: Mapping[str, float] | None = None,
     privacy: PrivacyMetrics | None = None,
     signal: SignalMetrics | None = None,
     individual_level: bool = True,
-    privacy_options: Mapping[str, Any] | None = None,
+    privacy_options: MetricOptions | Mapping[str, Any] | None = None,
     backend: Any = "auto",
     advice: Any = None,
     attacks: AttackMetrics | None = None,
@@ -137,12 +146,16 @@ def _table_part(
     variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
     variable_types = {c: kind for c, kind in types.items() if c in variables}
     privacy, signal = table_metrics(
-        original, unshuffled_avatars, avatars, steps, name=name, types=types, ncp=ncp,
+        original, unshuffled_avatars, avatars, steps, name=name, types=types,
         backend=backend, privacy=privacy, signal=signal, individual_level=individual_level,
-        privacy_options=privacy_options,
+        options=metric_options(privacy_options, **({} if ncp is None else {"ncp": ncp})),
     )  # fmt: skip
     encoder = TableEncoder(variable_types, missing_indicators=False).fit(original[variables])
     part = Part(slug or slugify(name), name, "table", "", tr.language, level)
+    verdict = None
+    if privacy is not None and level == 2:  # a database's tables: the database's verdict
+        verdict = release_verdict(privacy, attacks)
+        part.section("verdict", tr("Verdict"), *verdict_blocks(verdict, tr, every_finding=True))
 
     kinds = {kind: [c for c in variables if encoder.specs_[c].kind == kind]
              for kind in (CONTINUOUS, CATEGORICAL)}
@@ -172,6 +185,8 @@ def _table_part(
 
     lead = tr("{originals} originals, {variables} variables.", originals=len(original),
               variables=len(variables))
+    if verdict is not None:
+        lead = f"{answer_text(verdict, tr)} {lead}"
     if privacy is not None:
         frame = privacy.to_frame()
         met, judged = _targets_met(frame)
@@ -184,7 +199,7 @@ def _table_part(
             "Originals against their own (unshuffled) avatars, distances on {ncp} axes of a "
             "projection fitted on the originals. {met} of {judged} targets met.",
             ncp=privacy.ncp, met=met, judged=judged)),
-            _metrics_table(frame, PRIVACY_DESCRIPTIONS, tr),
+            _metrics_table(frame, tr),
             Text(tr("Column whose unique values the avatars repeat most: {column} ({value} % "
                     "protected).", column=privacy.worst_direct_match_column,
                     value=tr.number(privacy.column_direct_match_protection, ".1f")), "note"))
@@ -199,7 +214,7 @@ def _table_part(
     per_variable = _text_table(
         [tr("variable"), tr("Hellinger distance")],
         [[v, tr.number(h)] for v, h in signal.hellinger_per_variable.items()], numeric=(1,))
-    part.section("signal", tr("Signal metrics"), _metrics_table(frame, SIGNAL_DESCRIPTIONS, tr),
+    part.section("signal", tr("Signal metrics"), _metrics_table(frame, tr),
                  Details(tr("Hellinger distance per variable"), [per_variable]))
 
     figures = []
@@ -245,9 +260,11 @@ def table_part(
     """A report part for ``original`` and its ``unshuffled_avatars`` (row i = avatar of row i).
 
     ``options``: ``avatars`` (the released table, for the signal and plots; default the
-    unshuffled ones), ``types``, ``ncp``, ``parameters`` and ``timings`` (shown as given),
+    unshuffled ones), ``types``, ``ncp`` (of the privacy metrics' projection, else
+    ``privacy_options``'), ``parameters`` and ``timings`` (shown as given),
     ``privacy`` / ``signal`` (computed when not given), ``individual_level``,
-    ``privacy_options`` (e.g. ``known_variables``, ``target``), ``backend``, ``advice`` (an
+    ``privacy_options`` (a ``MetricOptions`` or a mapping of its names: ``known_variables``,
+    ``target``, ...), ``backend``, ``advice`` (an
     ``Advice``) and ``attacks`` (``AttackMetrics``) for their sections, ``slug``, ``level``.
     """
     return _table_part(original, unshuffled_avatars, Steps(progress, "report"),
@@ -260,7 +277,7 @@ def _result_options(result: Any) -> dict[str, Any]:
     parameters["seed"] = result.seed
     parameters["projection"] = result.projection_kind.upper()
     return dict(
-        avatars=to_pandas(result.avatars), types=dict(run.types), ncp=run.ncp,
+        avatars=to_pandas(result.avatars), types=dict(run.types),
         parameters=parameters, timings=result.timings, backend=run.backend,
         knowingly_released=result.knowingly_released,
     )
@@ -275,16 +292,18 @@ def result_part(
     language: str = "en",
     advice: Any = None,
     attacks: AttackMetrics | None = None,
+    options: MetricOptions | None = None,
     **privacy_options: Any,
 ) -> Part:
-    """A report part for an ``AvatarizationResult`` (``privacy_options`` as in
-    ``privacy_metrics``: ``known_variables``, ``target``, ...; its unshuffled avatars are
-    aligned by construction: no alignment test)."""
+    """A report part for an ``AvatarizationResult``, its privacy measured with
+    ``result.metric_options(options, **privacy_options)`` (``known_variables``, ``target``,
+    ...; the run's ncp, and no alignment test: its unshuffled avatars are aligned by
+    construction)."""
     return _table_part(
         to_pandas(result.original), to_pandas(result.sensitive_unshuffled_avatars),
         Steps(progress, "report"), Translator(language),
         name=name, privacy=privacy, signal=signal,
-        privacy_options={"check_alignment": False, **privacy_options},
+        privacy_options=result.metric_options(options, **privacy_options),
         advice=advice, attacks=attacks, **_result_options(result),
     )
 
@@ -377,8 +396,9 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
                tr("attack success"), tr("holdout success"), tr("random guess"), tr("attacks"),
                tr("result")]
     definitions = _text_table([tr("attack"), tr("definition")],
-                               [[Cell(k, "code"), tr(v, tolerance=tolerance)]
-                                for k, v in ATTACK_DESCRIPTIONS.items()])
+                               [[Cell(name, "code"), tr.words(metric.meaning,
+                                                              tolerance=tolerance)]
+                                for name, metric in family(ATTACK).items()])
     return [
         Text(attacks_headline(attacks, tr), "lead"),
         Text(tr("Attacks by an adversary who holds the release and some of a person's values "
@@ -393,10 +413,15 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
 
 
 # --------------------------------------------------------------------------- database part
+def _scenario(name: str, tr: Translator) -> str:
+    return tr.words(SCENARIOS[name].label)
+
+
 def _scenario_table(frame: pd.DataFrame, columns: list[str], tr: Translator) -> Table:
     rows = []
     for _, row in frame.iterrows():
-        cells = [Cell(str(row["table"])), Cell(tr(row["scenario"])), Cell(str(row["reference"])),
+        cells = [Cell(str(row["table"])), Cell(_scenario(row["scenario"], tr)),
+                 Cell(str(row["reference"])),
                  Cell(row["via"] if isinstance(row.get("via"), str) else "")]
         cells += [Cell(tr.number(row.get(c))) for c in columns]
         passed = row["all_passed"]
@@ -423,7 +448,8 @@ def _summary_matrix(summary: pd.DataFrame, result: Any, scenarios: set[str],
                 row_cells.append(Cell("—", "cell-empty"))
                 continue
             text = tr("{scenario}: {hidden} % (LC {cloaking}) {verdict}",
-                      scenario=tr(cell["scenario"]), hidden=tr.number(cell["hidden_rate"], ".1f"),
+                      scenario=_scenario(cell["scenario"], tr),
+                      hidden=tr.number(cell["hidden_rate"], ".1f"),
                       cloaking=tr.number(cell["local_cloaking"]),
                       verdict=tr("pass") if cell["passed"] else tr("FAIL"))
             row_cells.append(Cell(text, "cell-pass" if cell["passed"] else "cell-fail"))
@@ -437,7 +463,7 @@ def _summary_matrix(summary: pd.DataFrame, result: Any, scenarios: set[str],
                 "are measured against. Each cell is the worst scenario: hidden rate and median "
                 "local cloaking (LC); pass means {rule}.", rule=rule), "note"),
         _text_table([tr("scenario"), tr("definition")],
-                    [[tr(name), tr(text)] for name, text in SCENARIO_DESCRIPTIONS.items()
+                    [[tr.words(s.label), tr.words(s.meaning)] for name, s in SCENARIOS.items()
                      if name in scenarios]),
     ]
 
@@ -462,6 +488,8 @@ def _database_part(
     privacy, signal = database_metrics(result, steps, name, privacy, signal)
     summary = result.metrics_summary(privacy)
     part = Part(slug or slugify(name), name, "database", "", tr.language, level)
+    verdict = release_verdict(privacy)
+    part.section("verdict", tr("Verdict"), *verdict_blocks(verdict, tr, every_finding=False))
 
     rows = [_parameter(key, getattr(result.parameters, key), tr) for key in ("seed", "backend")]
     table_rows = []
@@ -551,9 +579,10 @@ def _database_part(
             slug=f"{part.slug}-table-{slugify(table)}", level=level + 2,
         ))
     part.section("tables", tr("Tables"), *parts)
-    part.lead = tr("{tables} tables, {links} links; privacy summary: {passed} of {cells} cells "
-                   "pass.", tables=len(order), links=len(result.links),
-                   passed=int(summary["passed"].sum()), cells=len(summary))
+    part.lead = answer_text(verdict, tr) + " " + tr(
+        "{tables} tables, {links} links; privacy summary: {passed} of {cells} cells pass.",
+        tables=len(order), links=len(result.links), passed=int(summary["passed"].sum()),
+        cells=len(summary))
     return part
 
 

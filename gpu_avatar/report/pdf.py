@@ -28,7 +28,7 @@ from reportlab.lib.units import cm
 from reportlab.lib.utils import ImageReader
 from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
-from reportlab.platypus import CondPageBreak, Flowable, Paragraph, SimpleDocTemplate
+from reportlab.platypus import CondPageBreak, Flowable, PageBreak, Paragraph, SimpleDocTemplate
 from reportlab.platypus import Table as PdfTable
 
 from .document import Block, Cell, Details, Figure, Part, Table, Text
@@ -37,6 +37,7 @@ from .language import Translator
 FONT, BOLD, MONO = "GA-DejaVuSans", "GA-DejaVuSans-Bold", "GA-DejaVuSansMono"
 INK, MUTED, RULE, HEAD = "#1f2328", "#57606a", "#d0d7de", "#eef1f4"
 PASS_FILL, PASS_INK, FAIL_FILL, FAIL_INK = "#c6efce", "#0b4a1c", "#ffc7c2", "#7a0916"
+WARN_FILL = "#ffeb9c"
 EMPTY_FILL, BLUE = "#f0f2f4", "#1f3a5f"
 TEXT_SIZE, TABLE_SIZE, SMALL_TABLE_SIZE = 9.5, 8, 6.5
 WIDE_TABLE_COLUMNS = 7  # more columns than this: the smaller font
@@ -179,6 +180,7 @@ def _table(table: Table, width: float, styles: _Styles, size: float):
     if table.row_headers:
         commands.append(("BACKGROUND", (0, 1), (0, -1), HexColor(HEAD)))
     fills = {"cell-pass": PASS_FILL, "cell-fail": FAIL_FILL, "cell-empty": EMPTY_FILL,
+             "cell-warn": WARN_FILL,
              "pass": PASS_FILL, "fail": FAIL_FILL}
     for r, row in enumerate(table.rows, start=1):
         for c, cell in enumerate(row):
@@ -285,6 +287,8 @@ class _Story:
                          part.level + 1, self._room(section.blocks))
             for block in section.blocks:
                 self.block(block)
+            if section.kind == "verdict":  # the sign-off page: the rest starts on the next
+                self.flowables.append(PageBreak())
 
 
 def write_pdf(path: Path, title: str, parts: Sequence[Part], tr: Translator, created: str,

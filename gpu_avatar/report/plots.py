@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..encoding import CONTINUOUS, TableEncoder
 from ..metrics import PrivacyMetrics, SignalMetrics
-from ..metrics.targets import PRIVACY_TARGETS
+from ..metrics.catalogue import PRIVACY_TARGETS
 from .document import Figure
 from .language import Translator
 

@@ -49,7 +49,7 @@ from ..metrics.privacy import PrivacyMetrics
 from ..metrics.privacy import privacy_metrics as local_privacy_metrics
 from ..metrics.reductions import DistanceRanks, default_tile, host_ranks, tile_pass
 from ..neighbours.distances import rowwise_squared
-from ..parameters import AvatarParameters, avatar_parameters
+from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, metric_options
 from ..progress import ProgressLike
 from .run import (
     BatchContext,
@@ -251,24 +251,19 @@ def distance_ranks(
 def privacy_metrics(
     original: pd.DataFrame,
     unshuffled_avatars: pd.DataFrame,
+    options: MetricOptions | Mapping[str, Any] | None = None,
     *,
     client: Any = None,
-    ncp: int = 5,
-    known_variables: Any = None,
-    target: Any = None,
-    categorical_hidden_rate_variables: Any = None,
     types: Mapping[Any, str] | None = None,
     backend: str | Backend = "auto",
-    imputation: str = "mean",
-    closest_rate_percentage_threshold: float = 0.3,
-    closest_rate_ratio_threshold: float = 0.3,
     block_rows: int | None = None,
-    check_alignment: bool = True,
+    **settings: Any,
 ) -> PrivacyMetrics:
-    """``ga.privacy_metrics`` (same parameters, same values) with the distance-rank reduction
+    """``ga.privacy_metrics`` (same options, same values) with the distance-rank reduction
     run as Dask tasks on ``client`` (None: a LocalCluster for the call). The metric projection
     and the other metrics run on the driver; ``block_rows`` originals per task (default: four
     blocks per worker); ``backend`` is resolved on the driver and inside every task."""
+    options = metric_options(options, **settings)
     resolved = resolve_backend(backend)
     task_backend = backend.name if isinstance(backend, Backend) else backend
     with _client_for(client) as active:
@@ -282,18 +277,5 @@ def privacy_metrics(
                 backend=task_backend,
             )
 
-        return local_privacy_metrics(
-            original,
-            unshuffled_avatars,
-            ncp=ncp,
-            known_variables=known_variables,
-            target=target,
-            categorical_hidden_rate_variables=categorical_hidden_rate_variables,
-            types=types,
-            backend=resolved,
-            imputation=imputation,
-            closest_rate_percentage_threshold=closest_rate_percentage_threshold,
-            closest_rate_ratio_threshold=closest_rate_ratio_threshold,
-            reduction=reduction,
-            check_alignment=check_alignment,
-        )
+        return local_privacy_metrics(original, unshuffled_avatars, options, types=types,
+                                     backend=resolved, reduction=reduction)

@@ -41,7 +41,7 @@ from ..backend import resolve_backend
 from ..encoding import IdentifierValues
 from ..errors import AvatarError
 from ..metrics import privacy_metrics
-from ..metrics.targets import mean_and_worst
+from ..metrics.catalogue import mean_and_worst
 from ..outputs import atomic_path
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..pipeline.batches import batch_seed

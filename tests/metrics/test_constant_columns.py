@@ -14,7 +14,7 @@ import pytest
 
 import gpu_avatar as ga
 from gpu_avatar.encoding.kinds import column_scales
-from gpu_avatar.metrics.targets import PRIVACY_TARGETS
+from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS
 
 BASE = 369 / 11  # 33.5454545...: written 33.545455 with six decimals
 WRITTEN = 33.545455

@@ -15,7 +15,7 @@ import pytest
 import gpu_avatar as ga
 from gpu_avatar import parameters as P
 from gpu_avatar.cli.commands import build_parser
-from gpu_avatar.metrics.targets import PRIVACY_TARGETS, mean_and_worst
+from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS, mean_and_worst
 
 PACKAGE = Path(ga.__file__).parent
 

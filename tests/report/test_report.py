@@ -15,7 +15,7 @@ import pytest
 from cli_helpers import check_ok, parse_report, run_cli
 
 import gpu_avatar as ga
-from gpu_avatar.metrics.targets import PRIVACY_TARGETS, SIGNAL_TARGETS
+from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS, SIGNAL_TARGETS
 
 pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 
@@ -259,11 +259,14 @@ def _english_texts() -> list[str]:
     """What a French report must not show: every English text of the report whose French
     differs, as the phrases of two words or more between its fields, and the words of the
     API that a French report translates (steps of a run, scenarios, None)."""
-    from gpu_avatar.report import data, language
+    from gpu_avatar.metrics.catalogue import CATALOGUE, SCENARIOS
+    from gpu_avatar.report import language
 
-    phrases = {"None", "batch plan", "neighbours", "synthesis", "decode", "rebuild",
-               *data.SCENARIO_DESCRIPTIONS}
-    for english, french in language.FRENCH.items():
+    phrases = {"None", "batch plan", "neighbours", "synthesis", "decode", "rebuild", *SCENARIOS}
+    texts = {**language.FRENCH}
+    for declared in (*CATALOGUE.values(), *SCENARIOS.values()):
+        texts[declared.meaning["en"]] = declared.meaning["fr"]
+    for english, french in texts.items():
         if french != english:
             for phrase in re.split(r"\{\w*\}", english):
                 if len(re.findall(r"[^\W\d][\w'-]*", phrase)) >= 2:
@@ -312,15 +315,17 @@ def test_pdf_tables_break_no_word_and_pages_are_filled(french_pdfs, tmp_path):
 
 
 def test_every_report_text_has_its_french(evidence):
-    """Every literal the report passes to the translator, every metric and attack definition,
-    has a French text (a French report never falls back to English)."""
+    """Every literal the report passes to the translator, every metric, attack and scenario
+    of the catalogue, has a French text (a French report never falls back to English)."""
     import ast
     from pathlib import Path
 
-    from gpu_avatar.report import data, language
+    from gpu_avatar.metrics.catalogue import CATALOGUE, SCENARIOS
+    from gpu_avatar.report import language
 
-    texts = [*data.PRIVACY_DESCRIPTIONS.values(), *data.SIGNAL_DESCRIPTIONS.values(),
-             *data.ATTACK_DESCRIPTIONS.values()]
+    for declared in (*CATALOGUE.values(), *SCENARIOS.values()):
+        assert declared.meaning["fr"] and declared.meaning["fr"] != declared.meaning["en"]
+    texts = []
     for source in Path(language.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

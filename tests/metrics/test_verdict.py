@@ -1,0 +1,97 @@
+"""The release verdict: one of three answers, with every target's margin, the worst direct-match
+column, the exact copies and the attack risks as its findings; on the AIDS table and its
+published avatars (tests/data), a leaked release and a database."""
+
+from __future__ import annotations
+
+import pytest
+from realdata import read_dataset
+
+import gpu_avatar as ga
+from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS, SUMMARY_METRICS
+from gpu_avatar.metrics.verdict import (
+    ATTACK,
+    COPIES,
+    EXCEPTIONS,
+    FAILS,
+    MEETS,
+    TARGET,
+    Finding,
+    release_verdict,
+)
+
+
+@pytest.fixture(scope="module")
+def published_privacy(aids):
+    return ga.privacy_metrics(aids.df, aids.published, ncp=5, types=aids.metric_types)
+
+
+def test_every_judged_target_is_a_finding_with_its_margin(published_privacy):
+    verdict = release_verdict(published_privacy)
+    targets = {f.name: f for f in verdict.findings if f.kind == TARGET}
+    judged = [name for name, t in PRIVACY_TARGETS.items()
+              if t.threshold is not None and getattr(published_privacy, name) is not None]
+    assert sorted(targets) == sorted(judged)
+    hidden = targets["hidden_rate"]
+    assert hidden.decisive and hidden.passed
+    assert hidden.margin == pytest.approx(published_privacy.hidden_rate - 90)
+    assert targets["column_direct_match_protection"].detail["column"] == \
+        published_privacy.worst_direct_match_column
+    assert {f.name for f in verdict.findings if f.decisive} == set(SUMMARY_METRICS)
+    assert not verdict.attacks_measured
+
+
+def test_the_published_avatars_meet_the_decisive_targets(published_privacy):
+    verdict = release_verdict(published_privacy)
+    assert verdict.answer in (MEETS, EXCEPTIONS)
+    failed = [f for f in verdict.findings if not f.passed]
+    assert verdict.reasons == (failed or [f for f in verdict.findings if f.decisive])
+    assert (verdict.answer == MEETS) == (not failed)
+
+
+def test_a_leaked_release_does_not_meet_its_targets(aids):
+    """The originals released as they are: traced, copied, and attacked."""
+    training, holdout = ga.split_holdout(aids.df, 0.2, seed=1)
+    privacy = ga.privacy_metrics(training, training, ncp=5, types=aids.metric_types)
+    attacks = ga.attack_metrics(training, training, holdout, types=aids.types, seed=0,
+                                secrets=["age", "cd40"], singling_out_queries=50)
+    verdict = release_verdict(privacy, attacks)
+    assert verdict.answer == FAILS
+    names = {f.name for f in verdict.reasons}
+    assert {"hidden_rate", "local_cloaking"} <= names
+    [copies] = [f for f in verdict.findings if f.kind == COPIES]
+    assert not copies.passed and copies.value == len(training)
+    assert any(f.kind == ATTACK for f in verdict.reasons)
+    lines = verdict.lines()
+    assert lines[0] == "verdict: The release does not meet its targets."
+    assert any("hidden_rate 0 misses its target > 90 by 90" in line for line in lines)
+    french = verdict.lines("fr")
+    assert french[0] == "verdict : La publication n'atteint pas ses objectifs."
+
+
+def test_a_missed_target_that_is_not_decisive_is_a_named_exception(published_privacy):
+    exception = Finding(TARGET, "closest_rate", False, value=80.0,
+                        target=PRIVACY_TARGETS["closest_rate"])
+    verdict = release_verdict(published_privacy)
+    decisive = tuple(f for f in verdict.findings if f.decisive)
+    mixed = type(verdict)(EXCEPTIONS, (*decisive, exception), False)
+    assert mixed.reasons == [exception]
+    assert "closest_rate 80 misses its target > 90 by 10" in str(mixed)
+
+
+def test_a_database_verdict_names_the_scenario():
+    db = ga.Database()
+    for name, key in (("patient", "p_id"), ("doctor", "d_id"), ("visit", "visit_id")):
+        db.add_table(name, read_dataset(f"{name}.csv"), primary_key=key)
+    db.add_link("patient", "p_id", "visit", "patient_id", method="linear_sum_assignment")
+    db.add_link("doctor", "d_id", "visit", "doctor_id", method="minimum_distance")
+    result = ga.avatarize_database(db, k=5, seed=0)
+    privacy = result.privacy_metrics()
+    verdict = release_verdict(privacy)
+    assert verdict.answer in (MEETS, EXCEPTIONS, FAILS)
+    wheres = {f.where for f in verdict.findings}
+    assert {(e.table, e.scenario, e.reference) for e in privacy} == wheres
+    text = "\n".join(verdict.lines())
+    for finding in verdict.reasons:
+        table, scenario, reference = finding.where
+        assert f"{table}, {scenario} against {reference}: " in text

@@ -1,0 +1,82 @@
+"""``prepare_release``: the advise, avatarize, metrics, attacks and report workflow in one call
+gives what the separate calls give (the same avatars, metrics and attack risks); the metric
+options are one checked object shared by every entry point."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import gpu_avatar as ga
+from gpu_avatar.metrics.holdout import attack_seed
+from gpu_avatar.metrics.verdict import ANSWERS
+
+
+@pytest.fixture(scope="module")
+def split(aids):
+    return ga.split_holdout(aids.df, 0.2, seed=3)
+
+
+def test_the_workflow_gives_what_the_separate_calls_give(aids, split, tmp_path):
+    training, holdout = split
+    release = ga.prepare_release(training, k=20, holdout=holdout, types=aids.types, seed=7,
+                                 options={"known_variables": ["age", "wtkg"], "target": "cd40"},
+                                 report=tmp_path / "report.html")
+    alone = ga.avatarize(training, k=20, types=aids.types, seed=7)
+    assert release.avatars.equals(alone.avatars)
+    privacy = alone.privacy_metrics(known_variables=["age", "wtkg"], target="cd40",
+                                    holdout=holdout)
+    assert release.privacy.hidden_rate == privacy.hidden_rate
+    assert release.privacy.inference_continuous == privacy.inference_continuous
+    assert release.privacy.holdout_distance_to_closest == privacy.holdout_distance_to_closest
+    assert release.attack_seed == attack_seed(alone.seed)
+    attacks = ga.attack_metrics(training, alone.avatars, holdout, types=aids.types,
+                                seed=release.attack_seed)
+    assert release.attacks.to_frame().equals(attacks.to_frame())
+    assert release.verdict.answer in ANSWERS and release.verdict.attacks_measured
+    html = release.report.read_text(encoding="utf-8")
+    assert html.index('id="table-verdict"') < html.index('id="table-parameters"')
+
+
+def test_k_auto_avatarizes_the_candidate_advised_with_the_holdout(aids, split):
+    training, holdout = split
+    release = ga.prepare_release(training, k="auto", candidates=[10, 20], holdout=holdout,
+                                 types=aids.types, seed=2)
+    advice = release.advice
+    assert "measurable_attack_risks" in advice.candidates
+    assert release.result.parameters.k == advice.k
+    assert release.result.seed == advice.parameters.seed
+    row = advice.candidates.loc[advice.k]
+    assert row["measurable_attack_risks"] == 0
+    assert release.privacy.hidden_rate == row["hidden_rate"]
+    assert not release.attacks.measurable_risks  # measured again on the release: the same
+    assert "no measurable attack risk" in advice.reason
+
+
+def test_the_workflow_refuses_what_it_cannot_honour(aids):
+    with pytest.raises(ga.AvatarError, match="k='auto'"):
+        ga.prepare_release(aids.df, k=20, candidates=[10], types=aids.types)
+    with pytest.raises(ga.AvatarError, match="measure=True"):
+        ga.prepare_release(aids.df, report="r.html", measure=False, types=aids.types)
+    quick = ga.prepare_release(aids.df.head(200), k=5, measure=False, types=aids.types, seed=0)
+    assert quick.privacy is None and quick.verdict is None and len(quick.avatars) == 200
+
+
+def test_metric_options_are_checked_once_and_shared(aids):
+    options = ga.MetricOptions(ncp=3, known_variables=["age", "wtkg"], target=["cd40"])
+    assert options.known_variables == ("age", "wtkg") and options.target == "cd40"
+    assert pickle.loads(pickle.dumps(options)) == options
+    frame, published = aids.df.head(400), aids.published.head(400)
+    given = ga.privacy_metrics(frame, published, options, types=aids.metric_types)
+    keywords = ga.privacy_metrics(frame, published, ncp=3, known_variables=["age", "wtkg"],
+                                  target="cd40", types=aids.metric_types)
+    assert given.to_frame().equals(keywords.to_frame()) and given.ncp == 3
+    with pytest.raises(ga.AvatarError, match="target needs known_variables"):
+        ga.MetricOptions(target="cd40")
+    with pytest.raises(ga.AvatarError, match="target must be one column"):
+        ga.MetricOptions(known_variables=["age"], target=["cd40", "age"])
+    with pytest.raises(ga.AvatarError, match=r"unknown metric option\(s\) \['engin'\]"):
+        ga.privacy_metrics(frame, published, engin="brute")
+    with pytest.raises(ga.AvatarError, match="closest_rate_percentage_threshold"):
+        options.replace(closest_rate_percentage_threshold=120)
