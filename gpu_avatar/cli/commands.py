@@ -48,7 +48,7 @@ from ..encoding import IDENTIFIER
 from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
 from ..errors import AvatarError, GpuAvatarError, import_extra, worded
-from ..metrics.attacks import SINGLING_OUT_QUERIES
+from ..metrics.attacks.singling_out import SINGLING_OUT_QUERIES
 from ..metrics.checks import check_same_table
 from ..outputs import OutputPaths, atomic_path, check_output, staged_outputs
 from ..parameters import (

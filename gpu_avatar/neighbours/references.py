@@ -1,6 +1,6 @@
 """Exact k nearest REFERENCE rows of query rows by the mixed-type distance of the attacks.
 
-What the attacks need (``metrics/attacks.py``): each attacked individual's closest synthetic
+What the attacks need (``metrics/attacks/``): each attacked individual's closest synthetic
 rows. The distance (``cpu_kernels.mixed_distance``): numbers divided by their range, ``|x - y|``;
 categories 0 when equal, 1 otherwise; 0 for two missing values, 1 for one. One scan, written
 once (``cpu_kernels.nearest_mixed_scan``), compiled for the CPU (numba, references in

@@ -24,7 +24,7 @@ import pandas as pd
 from ..backend import to_pandas
 from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
 from ..metrics import AttackMetrics, PrivacyMetrics, SignalMetrics
-from ..metrics.attacks import INFERENCE_TOLERANCE
+from ..metrics.attacks.inference import INFERENCE_TOLERANCE
 from ..metrics.catalogue import (
     ATTACK,
     CATALOGUE,

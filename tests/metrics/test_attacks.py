@@ -16,7 +16,7 @@ import pytest
 import gpu_avatar as ga
 from gpu_avatar.backend import CPU
 from gpu_avatar.demo import load_aids
-from gpu_avatar.metrics.attacks import residual_risk, success_rate
+from gpu_avatar.metrics.attacks.risk import residual_risk, success_rate
 from gpu_avatar.neighbours.references import nearest_references
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,14 +126,14 @@ def test_an_attack_no_better_than_a_random_guess_is_never_the_headline():
     """Near a success rate of 1 the risk magnifies chance differences: an inference right for
     1709 of 1711 people, as a random guess is, learns nothing whatever its risk."""
     from gpu_avatar.cli.commands import _attacks_line
-    from gpu_avatar.metrics.attacks import _result
+    from gpu_avatar.metrics.attacks.results import attack_result
     from gpu_avatar.report.language import Translator
     from gpu_avatar.report.parts import attacks_headline
 
-    chance = _result("inference", "zprior", 1711, 1709, 428, 426, 1709, 0.95)
+    chance = attack_result("inference", "zprior", 1711, 1709, 428, 426, 1709, 0.95)
     assert chance.risk > 0.3 and chance.measurable and not chance.better_than_baseline
-    real = _result("linkability", None, 1711, 160, 428, 3, 2, 0.95)
-    small = _result("inference", "age", 1711, 300, 428, 70, 60, 0.95)  # not measurable
+    real = attack_result("linkability", None, 1711, 160, 428, 3, 2, 0.95)
+    small = attack_result("inference", "age", 1711, 300, 428, 70, 60, 0.95)  # not measurable
     attacks = ga.AttackMetrics([small, chance, real])
     assert attacks.highest() is real and attacks.learning_nothing == [small, chance]
     assert attacks.measurable_risks == [real]
@@ -156,12 +156,12 @@ def test_an_attack_no_better_on_the_originals_than_on_the_holdout_is_never_the_h
     """A secret 99.7 % of people share, guessed right for 2392 of 2400 originals and 596 of
     600 held-out people (Fisher p = 0.21): the risk's formula reads a "measurable" 0.58 near a
     success rate of 1; the attack learns nothing from the release (found by a review)."""
-    from gpu_avatar.metrics.attacks import _result
+    from gpu_avatar.metrics.attacks.results import attack_result
 
-    noise = _result("inference", "flag", 2400, 2392, 600, 596, 2390, 0.95)
+    noise = attack_result("inference", "flag", 2400, 2392, 600, 596, 2390, 0.95)
     assert noise.better_than_baseline and noise.measurable and noise.risk > 0.5
     assert not noise.learns_from_release
-    real = _result("linkability", None, 1711, 160, 428, 3, 2, 0.95)
+    real = attack_result("linkability", None, 1711, 160, 428, 3, 2, 0.95)
     assert real.learns_from_release
     attacks = ga.AttackMetrics([noise, real])
     assert attacks.highest() is real and attacks.learning_nothing == [noise]
