@@ -70,21 +70,33 @@ class Advice:
     shortfall: str = ""
 
 
-def _targets(given: Mapping[str, Any] | None, margin: float) -> dict[str, Target]:
-    """The privacy targets, with ``given`` thresholds replacing the defaults they name, each
-    moved ``margin`` (a share of the threshold) in the direction that makes it harder."""
+TABLE_TARGETS = tuple(PRIVACY_TARGETS)  # what advise judges
+DATABASE_TARGETS = SUMMARY_METRICS  # what advise_database judges: the summary matrix's cells
+
+
+def check_targets(given: Mapping[str, Any] | None, judged: Sequence[str] = TABLE_TARGETS,
+                  name: str = "targets") -> dict[str, float]:
+    """``given`` thresholds by metric name, checked: each names a metric of ``judged`` and is a
+    number. ``name``: the argument in the caller's words (the command line's ``--targets``)."""
     given = {} if given is None else given
     if not isinstance(given, Mapping):
-        raise AvatarTypeError(f"targets must map privacy metric names to thresholds, got {given!r}")
-    unknown = [name for name in given if name not in PRIVACY_TARGETS]
+        raise AvatarTypeError(f"{name} must map privacy metric names to thresholds, got {given!r}")
+    unknown = [metric for metric in given if metric not in judged]
     if unknown:
-        raise AvatarError(
-            f"targets names unknown metric(s) {unknown}; privacy metrics: {list(PRIVACY_TARGETS)}"
-        )
-    thresholds = {name: t.threshold for name, t in PRIVACY_TARGETS.items()
-                  if t.threshold is not None}
-    for name, threshold in given.items():
-        thresholds[name] = check_number(f"targets[{name!r}]", threshold, -np.inf)
+        raise AvatarError(f"{name} names {unknown}, not among the privacy metrics the advice "
+                          f"judges: {', '.join(judged)}")
+    return {metric: check_number(f"{name}[{metric!r}]", threshold, -np.inf)
+            for metric, threshold in given.items()}
+
+
+def _targets(given: Mapping[str, Any] | None, margin: float,
+             judged: Sequence[str] = TABLE_TARGETS) -> dict[str, Target]:
+    """The targets of the ``judged`` privacy metrics, with ``given`` thresholds replacing the
+    defaults they name, each moved ``margin`` (a share of the threshold) in the direction that
+    makes it harder."""
+    thresholds = {name: PRIVACY_TARGETS[name].threshold for name in judged
+                  if PRIVACY_TARGETS[name].threshold is not None}
+    thresholds.update(check_targets(given, judged))
     harder = {HIGHER: 1 + margin, LOWER: 1 - margin}
     return {name: Target(PRIVACY_TARGETS[name].better,
                          threshold * harder[PRIVACY_TARGETS[name].better])
@@ -205,7 +217,8 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
     if len(passing):
         k = int(passing.sort_values(loss, na_position="last").index[0])
         row = table.loc[k]
-        met = [name for name in targets if row[f"{name} passed"] in (True,)]
+        met = [f"{name} {targets[name].text()}" for name in targets
+               if row[f"{name} passed"] in (True,)]
         attacks = (" and shows no measurable attack risk against the holdout"
                    if ATTACK_RISKS in table else "")
         reason = (
@@ -250,23 +263,27 @@ def next_steps(names: Mapping[str, str]) -> str:
 def advise_database(
     db: Any,
     *,
+    targets: Mapping[str, float] | None = None,
     candidates: Sequence[int] | None = None,
     margin: float = ADVICE_MARGIN,
     repeats: int = 1,
     parameters: AvatarParameters | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    assignment_block_size: int | None = None,
     progress: ProgressLike = None,
     **settings: Any,
 ) -> Advice:
-    """``advise`` for a database: every candidate k (capped below each table's row count)
-    runs ``avatarize_database`` with ``repeats`` seeds (the first: the run's; more judge other
-    draws too: a table of 50 individuals moves its hidden rate by 2 points per individual,
-    and by up to 10 from one seed to another), and its privacy summary matrices (each
-    individual-level table against each table, worst scenario per cell) are judged: a
-    candidate passes when every cell's hidden rate and median local cloaking, at their worst
-    over the repeats, pass their targets with ``margin`` to spare. The recommendation is the
-    passing candidate with the lowest mean Hellinger distance over the tables
-    (``Advice.overrides`` hold the caps); the other arguments are ``avatarize_database``'s."""
+    """``advise`` for a database: every candidate k (capped below the row count of each table
+    that ``overrides`` gives no k of its own) runs ``avatarize_database`` with ``repeats``
+    seeds (the first: the run's; more judge other draws too: a table of 50 individuals moves
+    its hidden rate by 2 points per individual, and by up to 10 from one seed to another), and
+    its privacy summary matrices (each individual-level table against each table, worst
+    scenario per cell) are judged: a candidate passes when every cell's hidden rate and median
+    local cloaking, at their worst over the repeats, pass their targets with ``margin`` to
+    spare (``targets`` replaces the thresholds it names among ``DATABASE_TARGETS``, e.g.
+    ``{"hidden_rate": 95}``). The recommendation is the passing candidate with the lowest mean
+    Hellinger distance over the tables (``Advice.overrides`` hold the caps); the other
+    arguments are ``avatarize_database``'s."""
     from .relational.linking import avatarize_database
     from .relational.scenarios import STANDALONE
     from .relational.schema import Database
@@ -276,7 +293,7 @@ def advise_database(
     base = avatar_parameters(parameters, **settings)
     margin = check_number("margin", margin, 0.0, 1.0)
     repeats = check_integer("repeats", repeats, 1)
-    targets = {name: t for name, t in _targets(None, margin).items() if name in SUMMARY_METRICS}
+    targets = _targets(targets, margin, DATABASE_TARGETS)
     sizes = {name: len(table.data) for name, table in db.tables.items()}
     ks = _candidates(candidates, max(sizes.values()))
     sequence = seed_sequence(base.seed)
@@ -286,13 +303,16 @@ def advise_database(
     rows, run_overrides = [], {}
     for k in ks:
         steps.start(f"k = {k}")
-        merged = {name: {**(overrides or {}).get(name, {}), **({"k": n - 1} if n <= k else {})}
-                  for name, n in sizes.items()}  # k capped below each table's row count
+        merged = {name: dict((overrides or {}).get(name, {})) for name in sizes}
+        for name, n in sizes.items():  # k capped below the row count of a table without its own
+            if n <= k and "k" not in merged[name]:
+                merged[name]["k"] = n - 1
         run_overrides[k] = {name: o for name, o in merged.items() if o}
         summaries = []
         for repeat, seed in enumerate(seeds):
             result = avatarize_database(db, parameters=base.replace(k=k, seed=seed),
-                                        overrides=run_overrides[k])
+                                        overrides=run_overrides[k],
+                                        assignment_block_size=assignment_block_size)
             summaries.append(result.metrics_summary())
             if repeat == 0:  # the signal of the run's own seed: the release's
                 signal = result.signal_metrics().to_frame()

@@ -55,8 +55,11 @@ def test_a_sweep_without_a_passing_candidate_says_what_to_try(aids):
 
 def test_targets_and_candidates_are_checked(aids):
     df, types = aids
-    with pytest.raises(ga.AvatarError, match=r"targets names unknown metric\(s\) \['hiden_rate'\]"):
+    with pytest.raises(ga.AvatarError, match=r"^targets names \['hiden_rate'\], not among the "
+                       r"privacy metrics the advice judges: hidden_rate, local_cloaking, "):
         ga.advise(df, types=types, targets={"hiden_rate": 90})
+    with pytest.raises(ga.AvatarError, match=r"targets\['hidden_rate'\] must be a number"):
+        ga.advise(df, types=types, targets={"hidden_rate": "95"})
     with pytest.raises(ga.AvatarError, match="must be below the 2139 rows"):
         ga.advise(df, types=types, candidates=[5, 5000])
     with pytest.raises(ga.AvatarError, match="candidates = 1 is out of range"):
@@ -102,6 +105,21 @@ def test_database_advice_makes_the_summary_matrix_pass():
     assert robust.candidates.loc[20, "worst hidden_rate"] < one_seed
     capped = ga.advise_database(db, ncp=5, seed=0, candidates=[50])
     assert capped.k == 50 and capped.overrides == {"doctor": {"k": 49}}
+
+
+def test_database_advice_takes_targets_and_keeps_a_table_s_own_k():
+    from gpu_avatar.demo import load_hospital_database
+
+    db = load_hospital_database()
+    with pytest.raises(ga.AvatarError, match=r"targets names \['closest_rate'\], not among the "
+                       r"privacy metrics the advice judges: hidden_rate, local_cloaking$"):
+        ga.advise_database(db, targets={"closest_rate": 90})  # a summary cell's are judged
+    advice = ga.advise_database(db, ncp=5, seed=0, candidates=[50], overrides={"doctor": {"k": 30}},
+                                targets={"hidden_rate": 80})
+    assert advice.targets["worst hidden_rate"].threshold == pytest.approx(81.6)  # 2 % margin
+    assert advice.targets["worst local_cloaking"].threshold == pytest.approx(5.1)  # the default
+    assert "worst hidden_rate > 81.6" in advice.reason
+    assert advice.overrides == {"doctor": {"k": 30}}  # not capped to 49 as a k of the sweep's
 
 
 def test_the_gpu_sweep_equals_the_cpu_sweep(gpu, aids):

@@ -3,7 +3,9 @@
     gpu-avatar avatarize INPUT OUTPUT [--k 20|auto] [--ncp 5] [--seed S] [--types col=kind ...]
                          [--backend auto|cpu|gpu] [--report report.html|report.pdf]
                          [--language en|fr] [--holdout HOLDOUT]
-    gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20]   (avatarize --k auto: advice first)
+    gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20] [--targets hidden_rate=95 ...]
+                            (INPUT: a table, or a YAML database as for database;
+                            avatarize --k auto [--candidates ...] [--targets ...]: advice first)
     gpu-avatar split INPUT TRAINING HOLDOUT [--fraction 0.2] [--seed S]
     gpu-avatar attacks ORIGINAL AVATARS --holdout HOLDOUT [--secrets col ...]
     gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import re
 import sys
 import time
@@ -44,11 +47,13 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from ..advice import COMMAND_LINE_NAMES, DATABASE_TARGETS, TABLE_TARGETS, check_targets
 from ..encoding import IDENTIFIER
 from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
 from ..errors import AvatarError, GpuAvatarError, import_extra, worded
 from ..metrics.attacks.singling_out import SINGLING_OUT_QUERIES
+from ..metrics.catalogue import PRIVACY_TARGETS
 from ..metrics.checks import check_same_table
 from ..outputs import OutputPaths, atomic_path, check_output, staged_outputs
 from ..parameters import (
@@ -69,8 +74,9 @@ from .manifest import check_manifest, manifest_path, write_manifest
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
-CLI_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",
-             "weights": "--column-weights"}  # advice.next_steps, in command-line words
+CLI_NAMES = COMMAND_LINE_NAMES  # advice.next_steps, in command-line words
+YAML_NAMES = {**CLI_NAMES, "weights": "column_weights in the YAML file's tables"}  # databases
+YAML_SUFFIXES = (".yaml", ".yml")  # advise INPUT: a database declared in YAML
 
 PROG = "gpu-avatar"
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -90,13 +96,28 @@ def one_line(message: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- options
-def _pairs(specs: Sequence[Sequence[str]] | None, option: str, value_name: str):
-    """``COLUMN=VALUE`` items of a repeatable option, as (column, value) pairs."""
+def _pairs(specs: Sequence[Sequence[str]] | None, option: str, value_name: str,
+           key_name: str = "COLUMN"):
+    """``KEY=VALUE`` items of a repeatable option, as (item, key, value) triples."""
     for spec in (item for group in specs or [] for item in group):
         column, sep, value = spec.rpartition("=")
         if not sep or not column:
-            raise UsageError(f"{option} expects COLUMN={value_name}, got {spec!r}")
+            raise UsageError(f"{option} expects {key_name}={value_name}, got {spec!r}")
         yield spec, column, value
+
+
+def _numbers(specs: Sequence[Sequence[str]] | None, option: str, value_name: str,
+             key_name: str = "COLUMN") -> dict[str, float]:
+    """``KEY=NUMBER`` items of a repeatable option, each number finite."""
+    numbers: dict[str, float] = {}
+    for spec, key, value in _pairs(specs, option, value_name, key_name):
+        try:
+            numbers[key] = float(value)
+        except ValueError:
+            numbers[key] = math.nan
+        if not math.isfinite(numbers[key]):
+            raise UsageError(f"{option} {spec}: {value!r} is not a number")
+    return numbers
 
 
 def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
@@ -109,14 +130,15 @@ def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
     return types
 
 
-def _parse_weights(specs: Sequence[Sequence[str]] | None) -> dict[str, float]:
-    weights: dict[str, float] = {}
-    for spec, column, weight in _pairs(specs, "--column-weights", "WEIGHT"):
-        try:
-            weights[column] = float(weight)
-        except ValueError:
-            raise UsageError(f"--column-weights {spec}: {weight!r} is not a number") from None
-    return weights
+def _parse_targets(specs: Sequence[Sequence[str]] | None,
+                   judged: Sequence[str]) -> dict[str, float] | None:
+    """``--targets METRIC=THRESHOLD ...``, checked by the library's rule (``check_targets``)
+    in the option's words; None when not given (the default targets)."""
+    targets = _numbers(specs, "--targets", "THRESHOLD", "METRIC")
+    try:
+        return check_targets(targets, judged, "--targets") or None
+    except AvatarError as error:
+        raise UsageError(str(error)) from None
 
 
 def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
@@ -229,19 +251,26 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
                         help="variables for the categorical hidden rate")
 
 
-def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters | None) -> None:
+def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters | None,
+                    advised: bool = False) -> None:
     """The avatarization parameters (``AvatarParameters``); ``defaults`` None: unset unless
-    given (a database run takes its YAML file's values, overridden by the options given)."""
+    given (a database run takes its YAML file's values, overridden by the options given);
+    ``advised``: advise's, k swept (no --k) and the others unset unless given, ``defaults``
+    only shown (a table's defaults, or a YAML database's values)."""
 
     def default(name: str) -> Any:
-        return None if defaults is None else getattr(defaults, name)
+        return None if defaults is None or advised else getattr(defaults, name)
 
     def shown(name: str) -> str:
-        return "" if defaults is None else f" (default {default(name)})"
+        if defaults is None:
+            return ""
+        return f" (default {getattr(defaults, name)}" + (", or the YAML file's)" if advised
+                                                         else ")")
 
-    parser.add_argument("--k", type=_k_option, default=default("k"),
-                        help="neighbours per avatar, or 'auto' (avatarize: the advised k)"
-                        + shown("k"))
+    if not advised:
+        parser.add_argument("--k", type=_k_option, default=default("k"),
+                            help="neighbours per avatar, or 'auto' (avatarize: the advised k)"
+                            + shown("k"))
     parser.add_argument("--ncp", type=int, default=default("ncp"),
                         help="projection axes" + shown("ncp"))
     parser.add_argument("--seed", type=int, help="seed for a reproducible run")
@@ -260,10 +289,28 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
                             metavar="COLUMN=WEIGHT", help="weight of a column in the projection")
 
 
-def _add_candidates(parser: argparse.ArgumentParser) -> None:
+def _add_advice_options(parser: argparse.ArgumentParser) -> None:
+    """What advice tries and must meet (advise, avatarize --k auto)."""
     parser.add_argument("--candidates", nargs="+", type=int, metavar="K",
                         help="values of k that advice tries (advise, avatarize --k auto; "
                         f"default: {' '.join(map(str, ADVICE_CANDIDATES))})")
+    defaults = " ".join(f"{name}={target.threshold:g}" for name, target in
+                        PRIVACY_TARGETS.items() if target.threshold is not None)
+    parser.add_argument("--targets", nargs="+", action="append", metavar="METRIC=THRESHOLD",
+                        help="privacy targets that advice must meet, in place of the defaults "
+                        f"they name ({defaults}; a YAML database's advice judges hidden_rate "
+                        "and local_cloaking), each with advice's 2 %% margin")
+
+
+def _advice_options(args: argparse.Namespace, judged: Sequence[str] = TABLE_TARGETS):
+    """``--candidates`` and ``--targets`` as ``advise`` keywords; for avatarize, with
+    ``--k auto`` only."""
+    given = [option for option, value in (("--candidates", args.candidates),
+                                          ("--targets", args.targets)) if value]
+    if given and args.command == "avatarize" and args.k != AUTO:
+        raise UsageError(f"{' and '.join(given)} set the advice that --k auto takes: add --k "
+                         "auto")
+    return {"candidates": args.candidates, "targets": _parse_targets(args.targets, judged)}
 
 
 def _k_option(text: str) -> int | str:
@@ -276,16 +323,23 @@ def _k_option(text: str) -> int | str:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The avatarization parameters given on the command line (``--k auto`` left out)."""
-    if args.k == AUTO and args.command != "avatarize":
-        raise UsageError(f"--k auto is for avatarize; run 'gpu-avatar advise' for {args.command}")
+    """The avatarization parameters given on the command line (``--k auto`` left out; advise
+    has no --k)."""
+    k = getattr(args, "k", None)
+    if k == AUTO and args.command != "avatarize":  # database
+        from ..sql.connection import looks_like_url
+
+        how = ("name the database in a YAML file (url: ...) and run 'gpu-avatar advise "
+               "db.yaml'" if looks_like_url(args.source) else
+               f"run 'gpu-avatar advise {args.source}'")
+        raise UsageError(f"--k auto is for avatarize; for a database, {how} for the advised k")
     names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "engine")
-    names = names[1:] if args.k == AUTO else names
+    names = names[1:] if k in (AUTO, None) else names
     settings = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.batch_size is not None:
         settings["batch_size"] = args.batch_size
     if getattr(args, "column_weights", None):
-        settings["column_weights"] = _parse_weights(args.column_weights)
+        settings["column_weights"] = _numbers(args.column_weights, "--column-weights", "WEIGHT")
     return settings
 
 
@@ -306,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--holdout", metavar="FILE",
                          help="rows of the same table kept out of INPUT (gpu-avatar split): the "
                          "report gets the attack-based risks measured against them")
-    _add_candidates(command)
+    _add_advice_options(command)
     _add_language(command)
     command.add_argument("--unshuffled-output", metavar="FILE",
                          help="also write the unshuffled avatars (row i = avatar of row i; "
@@ -319,9 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     command = commands.add_parser(
         "advise", help="the k that meets every privacy target with the least signal loss")
-    command.add_argument("input", help="the original table")
-    _add_parameters(command, DEFAULTS)
-    _add_candidates(command)
+    command.add_argument("input", help="the original table, or a YAML file declaring a "
+                         "database (as for database): the k whose privacy summary passes")
+    _add_parameters(command, DEFAULTS, advised=True)
+    _add_advice_options(command)
     command.add_argument("--output", metavar="FILE",
                          help="also write the candidates table (.csv or .json)")
     _add_types(command)
@@ -477,8 +532,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
             "--known-variables, --target and --categorical-hidden-rate-variables set the "
             "privacy metrics of the evidence: add --report PATH or --holdout FILE"
         )
-    if (args.candidates or args.targets) and args.k != AUTO:
-        raise UsageError("--candidates and --targets are what --k auto weighs: add --k auto")
+    advice_options = _advice_options(args)
     paths = OutputPaths({"INPUT": args.input, "--holdout": args.holdout})
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
@@ -495,15 +549,14 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         if args.holdout:  # read and checked before the work
             holdout = _cast_like(df, read_input(args.holdout, args).frame)
             check_same_table(df, holdout, f"--holdout {args.holdout}", same_rows=False)
-    auto = args.k == AUTO
+    settings = _settings(args)
+    settings.pop("k", None)  # given as k= below, "auto" included
     with staged_outputs():  # the avatars, the unshuffled avatars and the report, or none
         release = ga.prepare_release(
-            df, holdout=holdout, types=column_types(df, args),
-            candidates=args.candidates if auto else None,
-            targets=_targets_option(args) if auto else None,
+            df, k=args.k, holdout=holdout, types=column_types(df, args), **advice_options,
             options=_metric_settings(args), report=args.report,
             measure=bool(args.report or args.holdout), language=args.language,
-            name=Path(args.input).name, progress=progress, **_settings(args))
+            name=Path(args.input).name, progress=progress, **settings)
         result = release.result
         with steps.step("write"):
             written = write_options(table, args)
@@ -549,27 +602,86 @@ def _say_verdict(verdict: Any) -> None:
 def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
+    if Path(args.input).suffix.lower() in YAML_SUFFIXES:
+        return _advise_database(args, progress)
+    options, settings = _advice_options(args), _settings(args)
     output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
     df = read_input(args.input, args).frame
-    settings = _settings(args)
-    settings.pop("k", None)  # swept
-    advice = ga.advise(df, types=column_types(df, args), candidates=args.candidates,
-                       progress=progress, **settings)
-    shown = [c for c in advice.candidates.columns  # the measured metrics, not each flag
-             if not c.endswith(" passed") and advice.candidates[c].notna().any()]
-    with pd.option_context("display.max_rows", None, "display.max_columns", None,
-                           "display.width", 200):
-        _say(advice.candidates[shown].to_string(float_format=lambda v: f"{v:.4g}"))
-    from ..advice import next_steps
-
-    _say(f"advice: {advice.shortfall}. {next_steps(CLI_NAMES)}" if advice.k is None
-         else f"advice: {advice.reason}")
+    advice = ga.advise(df, types=column_types(df, args), progress=progress, **options,
+                       **settings)
+    _say_advice(advice, CLI_NAMES)
     if advice.k is not None:
         _say(f"reproduce: gpu-avatar avatarize {args.input} AVATARS --k {advice.k} "
              f"--ncp {advice.ncp} --seed {advice.parameters.seed}")
     if output:
         _write_frame(advice.candidates.reset_index(), output, "candidates")
     return 0
+
+
+TABLE_OPTIONS = ("types", "categorical_max_distinct", "column_weights", "sep", "decimal",
+                 "encoding", "date_format")  # a YAML database declares them per table
+
+
+def _advise_database(args: argparse.Namespace, progress: bool) -> int:
+    """``advise`` on a database declared in YAML: ``advise_database`` with the file's
+    parameters and overrides, the options given replacing its parameters."""
+    import gpu_avatar as ga
+
+    from ..relational.config import load_database_config
+
+    given = [f"--{name.replace('_', '-')}" for name in TABLE_OPTIONS
+             if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: for a table INPUT; a YAML database declares "
+                         "these per table (tables: {TABLE: {types: ..., column_weights: ..., "
+                         "sep: ...}})")
+    options, settings = _advice_options(args, DATABASE_TARGETS), _settings(args)
+    output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
+    config = load_database_config(args.input)
+    advice = ga.advise_database(
+        config.database, parameters=config.parameters.replace(**settings),
+        overrides=config.overrides, assignment_block_size=config.assignment_block_size,
+        progress=progress, **options,
+    )
+    _say_advice(advice, YAML_NAMES)
+    if advice.k is not None:
+        series = {link.child: link.parent for link in config.database.links
+                  if link.method == "time_series"}
+        capped = []
+        for name, table in config.database.tables.items():
+            if name in series:
+                _say(f"  {name}: a time series, avatarized with {series[name]}")
+                continue
+            own = config.overrides.get(name, {})
+            run = advice.overrides.get(name, {})
+            k, ncp = run.get("k", advice.k), run.get("ncp", advice.ncp)
+            note = ""
+            if "k" in own:
+                note = f" (its own, in {args.input})"
+            elif "k" in run:
+                note = f" (below its {len(table.data)} rows)"
+                capped.append(f"tables.{_yaml_name(name)}.k: {k}")
+            _say(f"  {name}: k = {k}, ncp = {ncp}{note}")
+        _say(f"reproduce: gpu-avatar database {args.input} OUTPUT --k {advice.k} "
+             f"--ncp {advice.ncp} --seed {advice.parameters.seed}"
+             + (f", with {', '.join(capped)} set in {args.input}" if capped else ""))
+    if output:
+        _write_frame(advice.candidates.reset_index(), output, "candidates")
+    return 0
+
+
+def _say_advice(advice: Any, names: dict[str, str]) -> None:
+    """The candidates an advice measured, and its recommendation or what to try next in the
+    command's ``names`` of the options."""
+    from ..advice import next_steps
+
+    shown = [c for c in advice.candidates.columns  # the measured metrics, not each flag
+             if not c.endswith(" passed") and advice.candidates[c].notna().any()]
+    with pd.option_context("display.max_rows", None, "display.max_columns", None,
+                           "display.width", 200):
+        _say(advice.candidates[shown].to_string(float_format=lambda v: f"{v:.4g}"))
+    _say(f"advice: {advice.shortfall}. {next_steps(names)}" if advice.k is None
+         else f"advice: {advice.reason}")
 
 
 def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
@@ -945,6 +1057,8 @@ def _entry(args: argparse.Namespace) -> str:
     from ..sql.connection import looks_like_url
 
     source = getattr(args, "source", None)  # gpu-avatar database's
+    if args.command == "advise":
+        source = args.input if Path(args.input).suffix.lower() in YAML_SUFFIXES else None
     return "yaml" if source is not None and not looks_like_url(source) else "cli"
 
 

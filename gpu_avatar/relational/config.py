@@ -152,6 +152,9 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     links = top.get("links") or []
     if not isinstance(links, list):
         raise AvatarError(f"{path}: 'links' must be a list of links (parent, child, foreign_key)")
+    if top.get("k") == "auto":  # avatarize --k auto's advice is gpu-avatar advise's here
+        raise AvatarError(f"{path}: k: auto is for a table (gpu-avatar avatarize --k auto); run "
+                          f"gpu-avatar advise {path} for the advised k and seed, and set them here")
     try:
         no_links = check_flag("no_links", top.get("no_links", False))
         parameters = AvatarParameters(**{k: top[k] for k in RUN_PARAMETERS if k in top})

@@ -217,6 +217,25 @@ BAD_INPUTS = {
                                  "unshuffled_avatars must have the original's columns"),
     "unknown attacker column": (["metrics", "{wbcd}", "{wbcd}", "--known-variables", "nosuch"],
                                 1, "known_variables names unknown column(s) ['nosuch']"),
+    "a target that is not a number": (["advise", "{wbcd}", "--targets", "hidden_rate=abc"], 2,
+                                      "--targets hidden_rate=abc: 'abc' is not a number"),
+    "a target of an unknown metric": (["advise", "{wbcd}", "--targets", "hiden_rate=95"], 2,
+                                      "--targets names ['hiden_rate'], not among the privacy "
+                                      "metrics the advice judges: hidden_rate, local_cloaking, "),
+    "a target a database's advice does not judge": (
+        ["advise", "yaml:" + BAD_KEY_YAML, "--targets", "closest_rate=90"], 2,
+        "--targets names ['closest_rate'], not among the privacy metrics the advice judges: "
+        "hidden_rate, local_cloaking"),
+    "targets without --k auto": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--targets",
+                                  "hidden_rate=95"], 2,
+                                 "--targets set the advice that --k auto takes: add --k auto"),
+    "a table's options for a YAML database": (
+        ["advise", "yaml:" + BAD_KEY_YAML, "--types", "gender=categorical"], 2,
+        "--types: for a table INPUT; a YAML database declares these per table (tables: "
+        "{{TABLE: {{types: "),
+    "--k auto for a database": (["database", "yaml:" + BAD_KEY_YAML, "{tmp}/out", "--k", "auto"],
+                                2, "--k auto is for avatarize; for a database, run 'gpu-avatar "
+                                "advise {tmp}/config/db.yaml' for the advised k"),
 }
 
 

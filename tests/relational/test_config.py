@@ -57,6 +57,9 @@ def body(patient: str = "", visit: str = "", link: str = "", top: str = "") -> s
         (dict(link=", n_points: 5"), r"db.yaml: links\[0\]: link patient->visit: n_points, "
          r"n_components and projection go with time series; method: time_series$"),
         (dict(top="no_links: 'yes'"), r"db.yaml: no_links must be True or False, got 'yes'"),
+        (dict(top="k: auto"), r"db.yaml: k: auto is for a table \(gpu-avatar avatarize --k "
+         r"auto\); run gpu-avatar advise \S*db.yaml for the advised k and seed, and set them "
+         r"here$"),
         (dict(top="assignment_block_size: abc"),
          r"db.yaml: assignment_block_size must be an integer, got 'abc'"),
         (dict(top="assignment_block_size: 0"),
