@@ -745,27 +745,35 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
     _say(_privacy_line(privacy))
     if output:
         _write_frame(frame.reset_index(), output, "metrics")
+    _say_verdict(ga.release_verdict(privacy))
     return 0
 
 
 def cmd_report(args: argparse.Namespace, progress: bool) -> int:
+    import gpu_avatar as ga
+
     from ..progress import Steps
     from ..report import report_format, table_part, write_document
     from ..report.language import Translator
 
     OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
         "--output", args.output, report_format)
-    with Steps(progress, "gpu-avatar report", total=1).step("read"):
+    steps = Steps(progress, "gpu-avatar report", total=2)
+    with steps.step("read"):
         original, avatars, types = _read_pair(args)
+    with steps.step("privacy metrics"):
+        privacy = ga.privacy_metrics(original, avatars, MetricOptions(**_metric_settings(args)),
+                                     types=types, backend=args.backend)
     part = table_part(
         original, avatars, name=Path(args.original).name, types=types, backend=args.backend,
-        privacy_options=MetricOptions(**_metric_settings(args)), progress=progress,
+        privacy=privacy, progress=progress,
         parameters={"original": args.original, "avatars": args.avatars, "ncp": args.ncp},
         language=args.language,
     )
     title = args.title or Translator(args.language)("Avatarization report")
     write_document(args.output, title, [part])
     _say(f"wrote the report to {args.output}")
+    _say_verdict(ga.release_verdict(privacy))
     return 0
 
 
@@ -924,6 +932,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     if report is not None:
         _say(f"wrote the report to {report}")
     steps.close()
+    _say_verdict(ga.release_verdict(privacy))
     return 0
 
 

@@ -449,8 +449,14 @@ def test_split_avatarize_with_holdout_pdf_report_in_french_then_attacks(tmp_path
                               *AIDS_TYPES, "--secrets", "cd40", "--seed", "0"))
     assert "4 of 4 with a measurable risk" in leaked.stdout
 
-    refused = run_cli("avatarize", training, tmp_path / "b.csv", "--holdout", holdout)
-    assert refused.returncode == 2 and "add --report PATH" in refused.stderr
+    judged = check_ok(run_cli("avatarize", training, tmp_path / "b.csv", "--k", "20",
+                              "--seed", "1", *AIDS_TYPES, "--holdout", holdout))
+    lines = judged.stdout.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))
+    assert all(line.startswith("  - ") for line in lines[verdict + 1:])  # the last lines
+    assert "attacks: " in judged.stdout
+    refused = run_cli("avatarize", training, tmp_path / "b.csv", "--target", "cd40")
+    assert refused.returncode == 2 and "add --report PATH or --holdout FILE" in refused.stderr
     refused = run_cli("attacks", training, tmp_path / "avatars.csv", "--holdout", holdout,
                       "--linkability-columns", "age")
     assert refused.returncode == 2 and "goes twice" in refused.stderr
@@ -461,6 +467,7 @@ def test_attacks_on_what_avatarize_wrote_with_the_seed_it_printed_measure_the_sa
 ):
     """``avatarize --holdout`` and ``attacks`` on the files it wrote, with the attack seed it
     prints, measure identical risks (in-process, to compare them whole)."""
+    from gpu_avatar import workflow
     from gpu_avatar.cli import main
 
     rng = np.random.default_rng(0)
@@ -472,8 +479,12 @@ def test_attacks_on_what_avatarize_wrote_with_the_seed_it_printed_measure_the_sa
     df.iloc[240:].to_csv(tmp_path / "holdout.csv", index=False, sep=";")
     measured = []
     attack_metrics = ga.attack_metrics
-    monkeypatch.setattr(ga, "attack_metrics", lambda *args, **options: measured.append(
-        attack_metrics(*args, **options)) or measured[-1])
+    def measure(*args, **options):
+        measured.append(attack_metrics(*args, **options))
+        return measured[-1]
+
+    monkeypatch.setattr(ga, "attack_metrics", measure)
+    monkeypatch.setattr(workflow, "attack_metrics", measure)  # avatarize's, through the workflow
     files = [str(tmp_path / name) for name in ("training.csv", "avatars.csv", "holdout.csv")]
     types = ["--types", "group=categorical"]
     assert main(["avatarize", files[0], files[1], "--k", "5", "--seed", "4", *types,
