@@ -59,6 +59,7 @@ from ..parameters import (
     ENGINES,
     IMPUTATIONS,
     METRIC_ENGINES,
+    ZERO_DISTANCE_RULES,
     AvatarParameters,
     check_types,
 )
@@ -253,6 +254,12 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
     parser.add_argument("--categorical", choices=CATEGORICAL_RULES,
                         default=default("categorical"),
                         help="how avatar modalities are chosen" + shown("categorical"))
+    parser.add_argument("--zero-distance", choices=ZERO_DISTANCE_RULES,
+                        default=default("zero_distance"),
+                        help="weight of a neighbour at distance 0 (an exact duplicate): all "
+                        "of it (paper: a duplicated row comes out as its own avatar), or as the "
+                        "nearest distinct neighbour's (bounded)"
+                        + shown("zero_distance"))
     parser.add_argument("--engine", choices=ENGINES, default=default("engine"),
                         help="the exact neighbour search" + shown("engine"))
     parser.add_argument("--batch-size", type=int, metavar="ROWS",
@@ -281,7 +288,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The avatarization parameters given on the command line (``--k auto`` left out)."""
     if args.k == AUTO and args.command != "avatarize":
         raise UsageError(f"--k auto is for avatarize; run 'gpu-avatar advise' for {args.command}")
-    names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "engine")
+    names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "zero_distance",
+             "engine")
     names = names[1:] if args.k == AUTO else names
     settings = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.batch_size is not None:
