@@ -470,9 +470,11 @@ def _privacy_line(privacy: Any) -> str:
         worst = (f" (column {privacy.worst_direct_match_column!r})"
                  if metric == "column_direct_match_protection" else "")
         missed.append(f"{metric} {frame.loc[metric, 'value']:.4g}{worst}")
+    copies = (f"; exact copies {privacy.exact_copies} ({privacy.exact_copies_text()})"
+              if privacy.exact_copies else "")
     return (f"privacy: hidden rate {privacy.hidden_rate:.1f} %, median local cloaking "
             f"{privacy.local_cloaking:g}; {int(judged.astype(bool).sum())} of {len(judged)} "
-            "targets met" + (f"; not met: {', '.join(missed)}" if missed else ""))
+            "targets met" + (f"; not met: {', '.join(missed)}" if missed else "") + copies)
 
 
 def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:

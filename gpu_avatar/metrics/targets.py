@@ -66,6 +66,8 @@ PRIVACY_TARGETS = {
     "closest_distances_ratio": Target(HIGHER, 0.3),
     "closest_rate": Target(HIGHER, 90),
     "row_direct_match_protection": Target(HIGHER, 90),
+    # avatars identical to an original row (privacy.py: by how many originals share it)
+    "exact_copies": Target(LOWER),
     "column_direct_match_protection": Target(HIGHER, 50),
     "categorical_hidden_rate": Target(HIGHER, 90),
     "correlation_protection_rate": Target(HIGHER, 90),

@@ -28,6 +28,7 @@ PRIVACY_DESCRIPTIONS = {
     "(needs a holdout)",
     "closest_rate": "% of avatars not both very close to one original and far from the rest",
     "row_direct_match_protection": "% of originals with no identical avatar row",
+    "exact_copies": "number of avatars identical to an original row",
     "column_direct_match_protection": "worst variable: % of originals whose unique value is "
     "not copied into the avatars",
     "categorical_hidden_rate": "% of originals not singled out on the chosen categorical "
@@ -73,7 +74,8 @@ SCENARIO_DESCRIPTIONS = {
 }
 PRIVACY_SCENARIO_COLUMNS = [
     "hidden_rate", "local_cloaking", "distance_to_closest", "closest_distances_ratio",
-    "closest_rate", "row_direct_match_protection", "column_direct_match_protection",
+    "closest_rate", "row_direct_match_protection", "exact_copies",
+    "column_direct_match_protection",
 ]
 SIGNAL_SCENARIO_COLUMNS = ["hellinger_mean", "hellinger_std", "correlation_difference_ratio"]
 

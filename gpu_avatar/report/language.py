@@ -58,6 +58,14 @@ FRENCH: dict[str, str] = {
     "Column whose unique values the avatars repeat most: {column} ({value} % protected).":
         "Colonne dont les avatars répètent le plus les valeurs uniques : {column} ({value} % "
         "protégés).",
+    "Avatars identical to an original row: {copies} ({shared}).":
+        "Avatars identiques à une ligne d'origine : {copies} ({shared}).",
+    "{avatars} of a unique row": "{avatars} d'une ligne unique",
+    "{avatars} of a row held by {originals}": "{avatars} d'une ligne détenue par {originals}",
+    " With zero_distance = 'bounded', a row's duplicates no longer take all the weight of its "
+    "avatar.":
+        " Avec zero_distance = 'bounded', les doublons d'une ligne ne prennent plus tout le poids "
+        "de son avatar.",
     "Released as declared, although they could identify a person: {columns}.":
         "Publiées telles que déclarées, bien qu'elles puissent identifier une personne : "
         "{columns}.",
@@ -134,6 +142,8 @@ FRENCH: dict[str, str] = {
     "autres",
     "% of originals with no identical avatar row":
     "% des individus d'origine sans avatar identique",
+    "number of avatars identical to an original row":
+    "nombre d'avatars identiques à une ligne d'origine",
     "worst variable: % of originals whose unique value is not copied into the avatars":
     "pire variable : % des individus d'origine dont la valeur unique n'est pas recopiée dans "
     "les avatars",
