@@ -2,16 +2,17 @@
 
 Weights (avatar-method.md, 3.5): ``P_j = E_j * 2^(-pi_j) / d_ij`` with ``E_j ~ Exp(1)`` and
 ``pi`` a random permutation of 1..k, normalised to sum to 1. A zero distance (at most
-``DISTANCE_EPSILON``: an exact duplicate) is, by ``zero_distance``, either raised to the row's
-nearest non-zero distance (``"bounded"``; all k at zero: equal distances), so that a duplicate
-weighs as the nearest distinct neighbour would and its avatar is not its copy, or replaced by
-``DISTANCE_EPSILON`` (``"paper"``), so that duplicates take all the weight and the avatar of a
-duplicated row is that row. Rows with no zero distance get the same weights under both rules.
-With all components kept, the barycentre of
-the coordinates is the barycentre of the encoded table (the projection is affine and
-invertible on the data's span), so continuous values are the weighted mean of the neighbours'
-values, and a categorical value is drawn with probability equal to the summed weight of the
-neighbours holding it (``"draw"``) or taken as the modality of largest weight (``"argmax"``).
+``DISTANCE_EPSILON``: an exact duplicate) is, by ``zero_distance``, replaced by
+``DISTANCE_EPSILON`` (``"paper"``): duplicates take all the weight, so a duplicated row's
+avatar is that row; or raised to the row's nearest non-zero distance (``"bounded"``; all k at
+zero: equal distances): a duplicate weighs as the nearest distinct neighbour would. Rows with
+no zero distance get the same weights under both rules.
+
+With all components kept, the barycentre of the coordinates is the barycentre of the encoded
+table (the projection is affine and invertible on the data's span), so continuous values are
+the weighted mean of the neighbours' values, and a categorical value is drawn with probability
+equal to the summed weight of the neighbours holding it (``"draw"``) or taken as the modality
+of largest weight (``"argmax"``).
 
 Random numbers are drawn on the host, block by block of ``RANDOM_BLOCK`` rows from a child of
 the run's ``SeedSequence``, so the result depends only on the seed (not on chunk sizes nor on
