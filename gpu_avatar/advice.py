@@ -174,7 +174,7 @@ def advise(
         continuous, codes = synthesize(
             encoded.continuous, encoded.categorical, encoded.n_modalities, first(indices[:, :k]),
             first(distances[:, :k]), np.random.SeedSequence(sequence.entropy), backend,
-            run.categorical,
+            run.categorical, run.zero_distance,
         )
         avatars = model.encoder.decode(backend.to_numpy(continuous), backend.to_numpy(codes),
                                        identifiers, index=frame.index)

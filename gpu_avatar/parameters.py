@@ -33,6 +33,9 @@ KIND_MEANINGS = {  # what ``types`` may declare, and how each is encoded
 }
 IMPUTATIONS = ("median", "mean", "mode", "knn")
 CATEGORICAL_RULES = ("draw", "argmax")
+# How a neighbour at distance 0 (an exact duplicate) is weighted (synthesis.py): "paper" by
+# 1 / 1e-12, all the weight; "bounded" as if it were at the row's nearest non-zero distance.
+ZERO_DISTANCE_RULES = ("paper", "bounded")
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbour searches
 METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")  # exact distance-rank reductions
 SINGLING_OUT_MODES = ("univariate", "multivariate")
@@ -44,8 +47,8 @@ SERIES_PROJECTIONS = ("fpca", "flatten")  # how a time-series link projects its 
 # the backend are the run's).
 ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by default
 ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
-TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "engine",
-                   "batch_size")  # fmt: skip
+TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "zero_distance",
+                   "engine", "batch_size")  # fmt: skip
 
 
 def check_integer(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -230,6 +233,9 @@ class AvatarParameters(_Settings):
     - ``types``: column -> "continuous", "categorical" or "identifier" (detected otherwise);
     - ``imputation``: temporary filling of missing values, one of ``IMPUTATIONS``;
     - ``categorical``: "draw" a neighbour's modality by weight, or take the "argmax";
+    - ``zero_distance``: a neighbour at distance 0 (an exact duplicate) given all the weight,
+      as in the paper ("paper": a duplicated row comes out as its own avatar), or weighted as
+      the nearest distinct one ("bounded");
     - ``engine``: the exact neighbour search, one of ``ENGINES``;
     - ``backend``: "auto", "cpu" or "gpu" (or a resolved ``Backend``);
     - ``seed``: None (fresh entropy, recorded in the result), an integer or a SeedSequence;
@@ -242,6 +248,7 @@ class AvatarParameters(_Settings):
     types: Mapping[Any, str] = field(default_factory=dict)
     imputation: str = "median"
     categorical: str = "draw"
+    zero_distance: str = "paper"
     engine: str = "auto"
     backend: Any = "auto"
     seed: Any = None
@@ -255,6 +262,9 @@ class AvatarParameters(_Settings):
             "types": MappingProxyType(check_types(self.types)),
             "imputation": check_choice("imputation", self.imputation, IMPUTATIONS),
             "categorical": check_choice("categorical", self.categorical, CATEGORICAL_RULES),
+            "zero_distance": check_choice(
+                "zero_distance", self.zero_distance, ZERO_DISTANCE_RULES
+            ),
             "engine": check_choice("engine", self.engine, ENGINES),
             "backend": check_backend(self.backend),
             "seed": check_seed(self.seed),

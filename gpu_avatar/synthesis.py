@@ -1,12 +1,18 @@
 """Synthesis: avatar = randomly weighted barycentre of an individual's k neighbours.
 
 Weights (avatar-method.md, 3.5): ``P_j = E_j * 2^(-pi_j) / d_ij`` with ``E_j ~ Exp(1)`` and
-``pi`` a random permutation of 1..k, normalised to sum to 1; a zero distance is replaced by
-``DISTANCE_EPSILON`` so exact duplicates dominate. With all components kept, the barycentre of
-the coordinates is the barycentre of the encoded table (the projection is affine and
-invertible on the data's span), so continuous values are the weighted mean of the neighbours'
-values, and a categorical value is drawn with probability equal to the summed weight of the
-neighbours holding it (``"draw"``) or taken as the modality of largest weight (``"argmax"``).
+``pi`` a random permutation of 1..k, normalised to sum to 1. A zero distance (at most
+``DISTANCE_EPSILON``: an exact duplicate) is, by ``zero_distance``, replaced by
+``DISTANCE_EPSILON`` (``"paper"``): duplicates take all the weight, so a duplicated row's
+avatar is that row; or raised to the row's nearest non-zero distance (``"bounded"``; all k at
+zero: equal distances): a duplicate weighs as the nearest distinct neighbour would. Rows with
+no zero distance get the same weights under both rules.
+
+With all components kept, the barycentre of the coordinates is the barycentre of the encoded
+table (the projection is affine and invertible on the data's span), so continuous values are
+the weighted mean of the neighbours' values, and a categorical value is drawn with probability
+equal to the summed weight of the neighbours holding it (``"draw"``) or taken as the modality
+of largest weight (``"argmax"``).
 
 Random numbers are drawn on the host, block by block of ``RANDOM_BLOCK`` rows from a child of
 the run's ``SeedSequence``, so the result depends only on the seed (not on chunk sizes nor on
@@ -19,7 +25,7 @@ import numpy as np
 
 from .backend import Backend
 from .errors import AvatarError
-from .parameters import CATEGORICAL_RULES, check_choice
+from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
@@ -33,13 +39,19 @@ def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> n
 
 
 def random_weights(
-    distances: np.ndarray, seed: np.random.SeedSequence, first_row: int, compiled: bool = False
+    distances: np.ndarray,
+    seed: np.random.SeedSequence,
+    first_row: int,
+    zero_distance: str,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k);
-    ``compiled``: shuffle the ranks with ``cpu_kernels.py`` (the same ranks)."""
+    ``zero_distance`` as in the module docstring; ``compiled``: shuffle the ranks with
+    ``cpu_kernels.py`` (the same ranks)."""
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
+    distances = divisors(distances, zero_distance)
     weights = np.empty((b, k))
     halves = np.exp2(-np.arange(k + 1.0))  # 2^-rank, exact powers of two
     for start in range(0, b, RANDOM_BLOCK):
@@ -47,9 +59,19 @@ def random_weights(
         rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
         ranks = random_ranks(rng.random((stop - start, k - 1)), compiled)
-        raw = exponential * halves[ranks] / np.maximum(distances[start:stop], DISTANCE_EPSILON)
+        raw = exponential * halves[ranks] / distances[start:stop]
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
     return weights
+
+
+def divisors(distances: np.ndarray, zero_distance: str) -> np.ndarray:
+    """The distances the weights divide by, (b, k): a zero one (``<= DISTANCE_EPSILON``)
+    replaced by the rule ``zero_distance`` (module docstring); the others kept."""
+    check_choice("zero_distance", zero_distance, ZERO_DISTANCE_RULES)
+    if zero_distance == "paper":
+        return np.maximum(distances, DISTANCE_EPSILON)
+    nonzero = np.where(distances > DISTANCE_EPSILON, distances, np.inf).min(axis=1, keepdims=True)
+    return np.maximum(distances, np.where(np.isinf(nonzero), 1.0, nonzero))
 
 
 def random_ranks(uniforms: np.ndarray, compiled: bool = False) -> np.ndarray:
@@ -95,9 +117,11 @@ def synthesize(
     neighbour_distances,
     seed: np.random.SeedSequence,
     backend: Backend,
-    categorical: str = "draw",
+    categorical: str,
+    zero_distance: str,
 ):
-    """Avatar continuous values (n, pc) and categorical codes (n, pk) as backend arrays."""
+    """Avatar continuous values (n, pc) and categorical codes (n, pk) as backend arrays;
+    ``categorical`` and ``zero_distance`` as in ``AvatarParameters``."""
     check_choice("categorical", categorical, CATEGORICAL_RULES)
     xp = backend.xp
     n, k = neighbour_indices.shape
@@ -110,7 +134,9 @@ def synthesize(
     for start in range(0, n, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
-        weights = backend.asarray(random_weights(host_distances, seed, start, backend.compiled))
+        weights = backend.asarray(
+            random_weights(host_distances, seed, start, zero_distance, backend.compiled)
+        )
         uniforms = None
         if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))

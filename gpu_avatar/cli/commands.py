@@ -63,6 +63,7 @@ from ..parameters import (
     ENGINES,
     IMPUTATIONS,
     METRIC_ENGINES,
+    ZERO_DISTANCE_RULES,
     AvatarParameters,
     MetricOptions,
     check_types,
@@ -280,6 +281,12 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
     parser.add_argument("--categorical", choices=CATEGORICAL_RULES,
                         default=default("categorical"),
                         help="how avatar modalities are chosen" + shown("categorical"))
+    parser.add_argument("--zero-distance", choices=ZERO_DISTANCE_RULES,
+                        default=default("zero_distance"),
+                        help="weight of a neighbour at distance 0 (an exact duplicate): all "
+                        "of it (paper: a duplicated row comes out as its own avatar), or as the "
+                        "nearest distinct neighbour's (bounded)"
+                        + shown("zero_distance"))
     parser.add_argument("--engine", choices=ENGINES, default=default("engine"),
                         help="the exact neighbour search" + shown("engine"))
     parser.add_argument("--batch-size", type=int, metavar="ROWS",
@@ -333,7 +340,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
                "db.yaml'" if looks_like_url(args.source) else
                f"run 'gpu-avatar advise {args.source}'")
         raise UsageError(f"--k auto is for avatarize; for a database, {how} for the advised k")
-    names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "engine")
+    names = ("k", "ncp", "seed", "backend", "imputation", "categorical", "zero_distance",
+             "engine")
     names = names[1:] if k in (AUTO, None) else names
     settings = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.batch_size is not None:
@@ -515,9 +523,11 @@ def _privacy_line(privacy: Any) -> str:
         worst = (f" (column {privacy.worst_direct_match_column!r})"
                  if metric == "column_direct_match_protection" else "")
         missed.append(f"{metric} {frame.loc[metric, 'value']:.4g}{worst}")
+    copies = (f"; exact copies {privacy.exact_copies} ({privacy.exact_copies_text()})"
+              if privacy.exact_copies else "")
     return (f"privacy: hidden rate {privacy.hidden_rate:.1f} %, median local cloaking "
             f"{privacy.local_cloaking:g}; {int(judged.astype(bool).sum())} of {len(judged)} "
-            "targets met" + (f"; not met: {', '.join(missed)}" if missed else ""))
+            "targets met" + (f"; not met: {', '.join(missed)}" if missed else "") + copies)
 
 
 def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:

@@ -182,6 +182,9 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in (
     _privacy("row_direct_match_protection", Target(HIGHER, 90),
              "% of originals with no identical avatar row",
              "% des individus d'origine sans avatar identique"),
+    _privacy("exact_copies", Target(LOWER),
+             "number of avatars identical to an original row",
+             "nombre d'avatars identiques à une ligne d'origine"),
     _privacy("column_direct_match_protection", Target(HIGHER, 50),
              "worst variable: % of originals whose unique value is not copied into the avatars",
              "pire variable : % des individus d'origine dont la valeur unique n'est pas "

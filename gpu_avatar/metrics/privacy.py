@@ -38,6 +38,10 @@ metrics.md; the last five are this project's, in the reference product's spirit)
   error of guessing the avatars' median (1 = the link teaches nothing). Categorical: accuracy
   of the guess; the accuracy of guessing the avatars' most frequent value is in
   ``inference_baseline``.
+- ``exact_copies`` (not in metrics.md): the number of avatars identical to an original row, as
+  for ``row_direct_match_protection``; ``exact_copies_shared`` counts them by how many originals
+  hold the copied row (``{1: 3, 2: 16}``: 3 avatars copy a row held by one original, 16 a row
+  held by two). A copy of a row many originals share tells less about each of them.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class PrivacyMetrics:
     closest_distances_ratio: float
     closest_rate: float
     row_direct_match_protection: float
+    exact_copies: int
     column_direct_match_protection: float
     categorical_hidden_rate: float | None
     correlation_protection_rate: float | None
@@ -83,6 +88,7 @@ class PrivacyMetrics:
     distance_to_closest_per_avatar: np.ndarray = field(repr=False)
     closest_distances_ratio_per_avatar: np.ndarray = field(repr=False)
     column_direct_match_protection_per_variable: dict[str, float] = field(repr=False)
+    exact_copies_shared: dict[int, int] = field(repr=False)
     inference_baseline: float | None = None
     distance_to_closest_baseline: float | None = None
     closest_distances_ratio_baseline: float | None = None
@@ -98,6 +104,10 @@ class PrivacyMetrics:
         per_variable = self.column_direct_match_protection_per_variable
         return min(per_variable, key=per_variable.get)
 
+    def exact_copies_text(self, tr: Callable[..., str] = str.format) -> str:
+        """The exact copies by how many originals hold the copied row (``copies_text``)."""
+        return copies_text(self.exact_copies_shared, tr)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: value, target, passed; for the distances, the same figure
         for the originals among themselves (``baseline``) and, given a holdout, for the
@@ -112,6 +122,16 @@ class PrivacyMetrics:
             self.holdout_distance_to_closest
         )
         return frame
+
+
+def copies_text(shared: Mapping[int, int], tr: Callable[..., str] = str.format) -> str:
+    """Exact copies by how many originals hold the copied row, e.g. "3 of a unique row, 16 of
+    a row held by 2"; ``tr`` writes each part (the report's translator)."""
+    return ", ".join(
+        tr("{avatars} of a unique row", avatars=avatars) if held == 1
+        else tr("{avatars} of a row held by {originals}", avatars=avatars, originals=held)
+        for held, avatars in shared.items()
+    )
 
 
 BASELINES = ("distance_to_closest", "closest_distances_ratio")  # reported beside a baseline
@@ -157,6 +177,14 @@ def _row_keys(df: pd.DataFrame) -> np.ndarray:
 
 def _row_direct_match_protection(original: pd.DataFrame, avatars: pd.DataFrame) -> float:
     return 100.0 * (1.0 - np.isin(_row_keys(original), _row_keys(avatars)).mean())
+
+
+def _exact_copies(original: pd.DataFrame, avatars: pd.DataFrame) -> dict[int, int]:
+    """Avatars identical to an original row, by how many originals hold that row."""
+    held = pd.Series(_row_keys(original)).value_counts()
+    shared = held.reindex(_row_keys(avatars), fill_value=0).to_numpy()
+    counts = np.bincount(shared)
+    return {int(s): int(counts[s]) for s in np.flatnonzero(counts) if s > 0}
 
 
 def _column_direct_match(original: pd.DataFrame, avatars: pd.DataFrame) -> dict[str, float]:
@@ -346,6 +374,7 @@ def privacy_metrics(
 
     variables = encoder.columns_
     per_variable = _column_direct_match(original[variables], avatars[variables])
+    copies = _exact_copies(original[variables], avatars[variables])
     inference = {"continuous": None, CATEGORICAL: None}
     baseline = None
     if known is not None and targets is not None:
@@ -362,6 +391,7 @@ def privacy_metrics(
         row_direct_match_protection=_row_direct_match_protection(
             original[variables], avatars[variables]
         ),
+        exact_copies=sum(copies.values()),
         column_direct_match_protection=min(per_variable.values()),
         categorical_hidden_rate=None
         if chr_variables is None
@@ -376,6 +406,7 @@ def privacy_metrics(
         distance_to_closest_per_avatar=ranks.closest,
         closest_distances_ratio_per_avatar=ratio,
         column_direct_match_protection_per_variable=per_variable,
+        exact_copies_shared=copies,
         inference_baseline=baseline,
         distance_to_closest_baseline=float(np.median(nearest_other)),
         closest_distances_ratio_baseline=float(

@@ -33,7 +33,8 @@ TARGET, COPIES, ATTACK = "target", "exact copies", "attack"  # kinds of finding
 @dataclass(frozen=True)
 class Finding:
     """One piece of evidence: a target (``value`` against ``target``), the exact copies
-    (``value`` avatars; ``detail["originals"]``: the originals holding the copied rows) or an
+    (``value`` avatars; ``detail["shared"]``: how many by the originals holding the copied
+    row, as ``PrivacyMetrics.exact_copies_shared``) or an
     attack (``value`` its risk; ``detail``: ``low``, ``high``). ``where``: for a database, the
     (table, scenario, reference table) it was measured in."""
 
@@ -90,7 +91,7 @@ def release_verdict(privacy: Any, attacks: Any = None) -> ReleaseVerdict:
         findings += _target_findings(metrics, where)
         copies = metrics.exact_copies
         findings.append(Finding(COPIES, "exact_copies", copies == 0, value=copies,
-                                detail={"originals": metrics.originals_copied}, where=where))
+                                detail={"shared": metrics.exact_copies_shared}, where=where))
     if attacks is not None:
         findings += [Finding(ATTACK, result.label, False, value=result.risk,
                              detail={"low": result.risk_low, "high": result.risk_high})

@@ -28,7 +28,8 @@ def avatarize(
     """Avatarize one table: one synthetic individual per row, same columns and dtypes.
 
     The parameters (``AvatarParameters``: ``k``, ``ncp``, ``column_weights``, ``types``,
-    ``imputation``, ``categorical``, ``engine``, ``backend``, ``seed``, ``batch_size``) come as
+    ``imputation``, ``categorical``, ``zero_distance``, ``engine``, ``backend``, ``seed``,
+    ``batch_size``) come as
     ``parameters`` and/or as keywords of the same names. ``k`` neighbours (2 <= k < n rows) are
     searched exactly on the first ``ncp`` axes of a FAMD (PCA when every variable is
     continuous, MCA when every variable is categorical); identifier columns are not variables

@@ -105,6 +105,7 @@ def avatarize_rows(
             sequence,
             backend,
             parameters.categorical,
+            parameters.zero_distance,
         )
     with timed(timings, "decode", steps):
         return model.encoder.decode(

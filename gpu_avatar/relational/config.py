@@ -3,8 +3,8 @@
 ```yaml
 k: 20                # parameters for every table (AvatarParameters, but types: per table)
 ncp: 5
-seed: 0              # optional; also: backend, categorical, imputation, engine,
-                     # column_weights, batch_size, assignment_block_size
+seed: 0              # optional; also: backend, categorical, zero_distance, imputation,
+                     # engine, column_weights, batch_size, assignment_block_size
 tables:
   patient:
     path: patient.csv          # relative to this YAML file; CSV or Parquet
@@ -15,7 +15,7 @@ tables:
     individual_level: true     # optional (default: true for tables without a parent)
     types: {gender: categorical, birth: datetime, code: identifier}
     k: 5                       # a table may override k, ncp, column_weights, imputation,
-                               # categorical, engine and batch_size
+                               # categorical, zero_distance, engine and batch_size
   visit:
     path: visit.csv
     primary_key: visit_id

@@ -362,9 +362,8 @@ def avatarize_database(
     The parameters are those of ``avatarize`` (``AvatarParameters``, or keywords of the same
     names) for every table, except the column ``types``, declared with each table
     (``Database.add_table``). ``overrides`` maps a table to the parameters it sets otherwise
-    (``k``, ``ncp``, ``column_weights``, ``imputation``, ``categorical``, ``engine``,
-    ``batch_size``), e.g. ``overrides={"doctor": {"k": 5}}``; a table larger than its
-    ``batch_size`` is avatarized in batches, as ``avatarize`` does.
+    (those named in ``parameters.TABLE_OVERRIDES``), e.g. ``overrides={"doctor": {"k": 5}}``;
+    a table larger than its ``batch_size`` is avatarized in batches, as ``avatarize`` does.
     ``assignment_block_size``: children per exact assignment block of the
     ``linear_sum_assignment`` links (default: ``assignment.default_block_size``).
     ``progress``: None (silent), True (a tqdm bar over tables and links) or a callable

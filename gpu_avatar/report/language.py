@@ -64,6 +64,14 @@ FRENCH: dict[str, str] = {
     "Column whose unique values the avatars repeat most: {column} ({value} % protected).":
         "Colonne dont les avatars répètent le plus les valeurs uniques : {column} ({value} % "
         "protégés).",
+    "Avatars identical to an original row: {copies} ({shared}).":
+        "Avatars identiques à une ligne d'origine : {copies} ({shared}).",
+    "{avatars} of a unique row": "{avatars} d'une ligne unique",
+    "{avatars} of a row held by {originals}": "{avatars} d'une ligne détenue par {originals}",
+    " With zero_distance = 'bounded', a row's duplicates no longer take all the weight of its "
+    "avatar.":
+        " Avec zero_distance = 'bounded', les doublons d'une ligne ne prennent plus tout le poids "
+        "de son avatar.",
     "Released as declared, although they could identify a person: {columns}.":
         "Publiées telles que déclarées, bien qu'elles puissent identifier une personne : "
         "{columns}.",
@@ -275,9 +283,8 @@ FRENCH: dict[str, str] = {
     "verdict: {answer}": "verdict : {answer}",
     "no avatar is an exact copy of an original row":
     "aucun avatar n'est la copie exacte d'une ligne d'origine",
-    "{copies} avatars are exact copies of original rows, which {originals} originals hold":
-    "{copies} avatars sont des copies exactes de lignes d'origine, que détiennent {originals} "
-    "individus d'origine",
+    "{copies} avatars are exact copies of original rows ({shared})":
+    "{copies} avatars sont des copies exactes de lignes d'origine ({shared})",
     "{attack}: measurable risk {risk} [{low}, {high}], beyond a random guess and the holdout":
     "{attack} : risque mesurable {risk} [{low}, {high}], au-delà d'un tirage au hasard et du "
     "témoin",

@@ -202,7 +202,8 @@ def _table_part(
             _metrics_table(frame, tr),
             Text(tr("Column whose unique values the avatars repeat most: {column} ({value} % "
                     "protected).", column=privacy.worst_direct_match_column,
-                    value=tr.number(privacy.column_direct_match_protection, ".1f")), "note"))
+                    value=tr.number(privacy.column_direct_match_protection, ".1f")), "note"),
+            *_copies(privacy, parameters, tr))
     else:
         part.section("privacy", tr("Privacy metrics"), Text(tr(
             "Not an individual-level table: its rows are not people, so its privacy is "
@@ -238,6 +239,20 @@ def _table_part(
         part.section("attacks", tr("Attack-based risks"), *attack_blocks(attacks, tr))
     part.lead = lead
     return part
+
+
+def _copies(privacy: PrivacyMetrics, parameters: Mapping[str, Any] | None,
+            tr: Translator) -> list:
+    """The line counting the avatars identical to an original row, by how many originals hold
+    the row; when the paper's weights copied duplicated rows, the option that avoids it."""
+    if not privacy.exact_copies:
+        return []
+    text = tr("Avatars identical to an original row: {copies} ({shared}).",
+              copies=privacy.exact_copies, shared=privacy.exact_copies_text(tr))
+    if (parameters or {}).get("zero_distance") == "paper" and max(privacy.exact_copies_shared) > 1:
+        text += tr(" With zero_distance = 'bounded', a row's duplicates no longer take all the "
+                   "weight of its avatar.")
+    return [Text(text, "note")]
 
 
 def _knowingly_released(columns: list, tr: Translator) -> list:
@@ -569,7 +584,8 @@ def _database_part(
     for table in (t for t in order if db.variables(t)):  # keys (and time series) alone: none
         run = result.table_results[table]
         parameters = {key: run.parameters.as_dict()[key]
-                      for key in ("k", "ncp", "categorical", "imputation", "backend")}  # fmt: skip
+                      for key in ("k", "ncp", "categorical", "zero_distance", "imputation",
+                                  "backend")}  # fmt: skip
         parts.append(_table_part(
             table_variables(result, table, False), table_variables(result, table, True), steps,
             tr, name=tr("Table {name}", name=table), types=table_types(result, table),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..metrics.catalogue import SCENARIOS, SUMMARY_METRICS
+from ..metrics.privacy import copies_text
 from ..metrics.verdict import ATTACK, COPIES, FAILS, MEETS, Finding, ReleaseVerdict
 from .document import Cell, Table, Text
 from .language import Translator
@@ -15,8 +16,8 @@ def finding_text(finding: Finding, tr: Translator) -> str:
     """One finding in a sentence, prefixed by where it was measured (a database)."""
     if finding.kind == COPIES:
         text = (tr("no avatar is an exact copy of an original row") if finding.passed else tr(
-            "{copies} avatars are exact copies of original rows, which {originals} originals "
-            "hold", copies=int(finding.value), originals=finding.detail["originals"]))
+            "{copies} avatars are exact copies of original rows ({shared})",
+            copies=int(finding.value), shared=copies_text(finding.detail["shared"], tr)))
     elif finding.kind == ATTACK:
         text = tr("{attack}: measurable risk {risk} [{low}, {high}], beyond a random guess and "
                   "the holdout", attack=finding.name, risk=tr.number(finding.value, ".3f"),

@@ -96,6 +96,32 @@ def test_report_command_on_published_avatars(datasets_path, tmp_path):
     assert "hidden rate 92.7 %, median local cloaking 24" in report.read_text()  # the paper's
 
 
+def test_exact_copies_are_shown_and_zero_distance_bounded_avoids_them(tmp_path):
+    """A table where 10 people are entered twice: the paper's weights (the default) copy
+    those rows, which the privacy line and the report count; --zero-distance bounded copies
+    none."""
+    rng = np.random.default_rng(0)
+    people = pd.DataFrame({"weight": rng.normal(72, 12, 80).round(2),
+                           "dose": rng.uniform(1, 5, 80).round(3),
+                           "stage": rng.choice(["I", "II", "III"], 80)})  # fmt: skip
+    table = pd.concat([people, people.iloc[:10]], ignore_index=True)
+    table.to_csv(tmp_path / "in.csv", index=False)
+    common = [tmp_path / "in.csv", "--k", "10", "--seed", "0"]
+    paper = check_ok(run_cli("avatarize", *common[:1], tmp_path / "a.csv", *common[1:],
+                             "--report", tmp_path / "report.html"))
+    assert "exact copies 20 (20 of a row held by 2)" in paper.stdout
+    report = (tmp_path / "report.html").read_text()
+    assert "Avatars identical to an original row: 20 (20 of a row held by 2)." in report
+    assert "With zero_distance = &#x27;bounded&#x27;" in report
+    check_ok(run_cli("avatarize", *common[:1], tmp_path / "b.csv", *common[1:],
+                     "--zero-distance", "bounded", "--unshuffled-output", tmp_path / "u.csv"))
+    unshuffled = pd.read_csv(tmp_path / "u.csv")
+    privacy = ga.privacy_metrics(table, unshuffled, check_alignment=False)
+    assert privacy.exact_copies == 0
+    manifest = json.loads((tmp_path / "u.csv.manifest.json").read_text())
+    assert manifest["parameters"]["zero_distance"] == "bounded"
+
+
 # ------------------------------------------------------------------------- databases
 def _write_yaml(tmp_path, datasets_path, body: str):
     folder = tmp_path / "config"

@@ -245,6 +245,23 @@ def test_row_direct_match_protection_hand_computed():
     assert pm.row_direct_match_protection == pytest.approx(100 * 4 / 6)
 
 
+def test_exact_copies_hand_computed():
+    """Avatars identical to an original row on every variable (the identifier left out, a
+    missing value equal to a missing value), counted by how many originals hold the row."""
+    df = pd.DataFrame({"id": [101, 102, 103, 104, 105, 106],
+                       "x": [1.5, 1.5, 2.5, np.nan, np.nan, 3.5],
+                       "g": ["a", "a", "b", "c", "c", "d"]})  # fmt: skip
+    avatars = pd.DataFrame({"id": [1, 2, 3, 4, 5, 6],
+                            "x": [1.5, 2.5, np.nan, 1.5, 3.5, np.nan],
+                            "g": ["a", "b", "c", "b", "d", "a"]})  # fmt: skip
+    pm = _hand_metrics(df, avatars, ncp=2, types={"id": "identifier"})
+    # avatars 0 and 2 copy rows held by two originals, avatars 1 and 4 unique rows
+    assert pm.exact_copies == 4
+    assert pm.exact_copies_shared == {1: 2, 2: 2}
+    assert pm.exact_copies_text() == "2 of a unique row, 2 of a row held by 2"
+    assert pm.to_frame().loc["exact_copies", "passed"] is None  # reported, no threshold
+
+
 def test_column_direct_match_protection_hand_computed():
     df = pd.DataFrame(
         {

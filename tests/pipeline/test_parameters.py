@@ -60,7 +60,8 @@ def test_every_entry_point_takes_the_same_names_and_defaults(tmp_path):
         for bad, message in ((dict(k=1), "k = 1 is out of range: need 2 <= k"),
                              (dict(imputation="zero"), "imputation='zero' is not one of"),
                              (dict(engine="annoy"), "engine='annoy' is not one of"),
-                             (dict(categorical="mode"), "categorical='mode' is not one of")):
+                             (dict(categorical="mode"), "categorical='mode' is not one of"),
+                             (dict(zero_distance="none"), "zero_distance='none' is not one of")):
             with pytest.raises(ga.AvatarError, match=re.escape(message)):
                 call(**bad)
 
@@ -71,7 +72,8 @@ def test_the_command_line_offers_the_parameter_set():
     options = {a.dest: a for a in commands["avatarize"]._actions}
     defaults = ga.AvatarParameters()
     for name, choices in (("imputation", P.IMPUTATIONS), ("categorical", P.CATEGORICAL_RULES),
-                          ("engine", P.ENGINES), ("backend", P.BACKENDS)):  # fmt: skip
+                          ("zero_distance", P.ZERO_DISTANCE_RULES), ("engine", P.ENGINES),
+                          ("backend", P.BACKENDS)):  # fmt: skip
         assert tuple(options[name].choices) == choices, name
         assert options[name].default == getattr(defaults, name), name
     for name in ("k", "ncp"):
@@ -84,8 +86,10 @@ def test_each_check_is_defined_once():
     """The allowed values and the checks of the parameters live in parameters.py only."""
     patterns = {
         r"def (_)?check_(int|k|ncp|seed|batch_size|types|column_weights)\b": "a check",
-        r"= \((\"median\"|\"draw\"|\"auto\", \"brute\"|\"auto\", \"cpu\")": "a choice list",
-        r"not in (IMPUTATIONS|CATEGORICAL_RULES|ENGINES|KINDS)\b": "a choice test",
+        r"= \((\"median\"|\"draw\"|\"paper\"|\"auto\", \"brute\"|\"auto\", \"cpu\")":
+            "a choice list",
+        r"not in (IMPUTATIONS|CATEGORICAL_RULES|ZERO_DISTANCE_RULES|ENGINES|KINDS)\b":
+            "a choice test",
     }
     offenders = []
     for path in PACKAGE.rglob("*.py"):

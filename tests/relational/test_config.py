@@ -77,3 +77,13 @@ def test_tables_named_by_numbers_are_linked_by_the_same_names(write):
     config = load_database_config(path)
     assert list(config.database.tables) == ["1", "visit"]
     assert [(link.parent, link.child) for link in config.database.links] == [("1", "visit")]
+
+
+def test_zero_distance_is_read_for_the_run_and_per_table(write):
+    config = load_database_config(write(body(visit=", zero_distance: bounded",
+                                             top="zero_distance: paper")))
+    assert config.parameters.zero_distance == "paper"
+    assert config.overrides == {"visit": {"zero_distance": "bounded"}}
+    with pytest.raises(AvatarError, match=r"db.yaml: tables.visit: zero_distance='bound' is "
+                       r"not one of \('paper', 'bounded'\)"):
+        load_database_config(write(body(visit=", zero_distance: bound")))
