@@ -367,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write a report (.html or .pdf)")
     command.add_argument("--holdout", metavar="FILE",
                          help="rows of the same table kept out of INPUT (gpu-avatar split): the "
-                         "report gets the attack-based risks measured against them")
+                         "attack-based risks are measured against them, for the verdict, the "
+                         "report and --k auto")
     _add_advice_options(command)
     _add_language(command)
     command.add_argument("--unshuffled-output", metavar="FILE",
@@ -385,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "database (as for database): the k whose privacy summary passes")
     _add_parameters(command, DEFAULTS, advised=True)
     _add_advice_options(command)
+    command.add_argument("--holdout", metavar="FILE",
+                         help="rows of the same table kept out of INPUT (gpu-avatar split): the "
+                         "candidates that meet the targets are attacked too (a table INPUT)")
     command.add_argument("--output", metavar="FILE",
                          help="also write the candidates table (.csv or .json)")
     _add_types(command)
@@ -599,14 +603,14 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
              "for the privacy metrics and the release verdict")
     else:
         _say(_privacy_line(release.privacy))
-        _say_verdict(release.verdict)
+        _conclude(args, release.verdict)
     return 0
 
 
-def _say_verdict(verdict: Any) -> None:
-    """The release verdict: the command's last lines."""
-    for line in verdict.lines():
-        _say(line)
+def _conclude(args: argparse.Namespace, verdict: Any) -> None:
+    """The release verdict, to be printed as the command's last lines (after how the files
+    were read)."""
+    args.verdict = verdict
 
 
 def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
@@ -615,10 +619,13 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     if Path(args.input).suffix.lower() in YAML_SUFFIXES:
         return _advise_database(args, progress)
     options, settings = _advice_options(args), _settings(args)
-    output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
+    output = OutputPaths({"INPUT": args.input, "--holdout": args.holdout}).add(
+        "--output", args.output, _frame_format)
     df = read_input(args.input, args).frame
-    advice = ga.advise(df, types=column_types(df, args), progress=progress, **options,
-                       **settings)
+    holdout = None if args.holdout is None else _cast_like(
+        df, read_input(args.holdout, args).frame)
+    advice = ga.advise(df, types=column_types(df, args), holdout=holdout, progress=progress,
+                       **options, **settings)
     _say_advice(advice, CLI_NAMES)
     if advice.k is not None:
         _say(f"reproduce: gpu-avatar avatarize {args.input} AVATARS --k {advice.k} "
@@ -639,6 +646,9 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
 
     from ..relational.config import load_database_config
 
+    if args.holdout is not None:
+        raise UsageError("--holdout: the attacks are measured on one table; advise on a YAML "
+                         "database judges its privacy summary matrix")
     given = [f"--{name.replace('_', '-')}" for name in TABLE_OPTIONS
              if getattr(args, name) is not None]
     if given:
@@ -755,7 +765,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
     _say(_privacy_line(privacy))
     if output:
         _write_frame(frame.reset_index(), output, "metrics")
-    _say_verdict(ga.release_verdict(privacy))
+    _conclude(args, ga.release_verdict(privacy))
     return 0
 
 
@@ -783,7 +793,7 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     title = args.title or Translator(args.language)("Avatarization report")
     write_document(args.output, title, [part])
     _say(f"wrote the report to {args.output}")
-    _say_verdict(ga.release_verdict(privacy))
+    _conclude(args, ga.release_verdict(privacy))
     return 0
 
 
@@ -942,7 +952,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     if report is not None:
         _say(f"wrote the report to {report}")
     steps.close()
-    _say_verdict(ga.release_verdict(privacy))
+    _conclude(args, ga.release_verdict(privacy))
     return 0
 
 
@@ -1054,10 +1064,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.debug:
             warnings.showwarning = _show_warning
         try:
-            args.tables_read = []
+            args.tables_read, args.verdict = [], None
             status = args.handler(args, _progress_wanted(args))
             for table in args.tables_read:
                 _say(table.summary())
+            for line in args.verdict.lines() if args.verdict is not None else ():
+                _say(line)
             return status
         except KeyboardInterrupt:
             close_all()

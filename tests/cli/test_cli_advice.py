@@ -121,3 +121,23 @@ def test_advise_on_yaml_words_the_data_errors_for_the_yaml_file(datasets_path, t
     assert err.splitlines()[-1].endswith(
         "fix the data, or drop them: links: - {parent: patient, child: visit, foreign_key: "
         "patient_id, drop_orphans: true}")
+
+
+def test_advise_with_a_holdout_attacks_the_candidates(aids300, datasets_path, tmp_path, capsys):
+    """``--holdout``: the candidates that meet the targets are attacked, and the advice says
+    how many measurable risks the recommended one shows."""
+    rows = pd.read_csv(aids300)
+    training, holdout = tmp_path / "training.csv", tmp_path / "holdout.csv"
+    rows.iloc[:240].to_csv(training, index=False)
+    rows.iloc[240:].to_csv(holdout, index=False)
+    status, out, err = run(capsys, "advise", training, *TABLE, "--targets", "closest_rate=70",
+                           "--holdout", holdout, "--output", tmp_path / "candidates.csv")
+    assert status == 0, err
+    candidates = pd.read_csv(tmp_path / "candidates.csv").set_index("k")
+    measured = candidates["measurable_attack_risks"]
+    assert measured.notna().tolist() == candidates["passed"].tolist()  # attacked if passing
+    assert re.search(r"^advice: k = \d+ meets .* (no|the fewest) measurable attack risks?", out,
+                     re.M), out
+    status, out, err = run(capsys, "advise", _hospital_yaml(tmp_path, datasets_path), "--holdout",
+                           holdout)
+    assert status == 2 and "--holdout: the attacks are measured on one table" in err
