@@ -43,7 +43,7 @@ from ..errors import AvatarError
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
 from ..outputs import atomic_path
-from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
+from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, seed_sequence
 from ..pipeline.batches import batch_seed
 from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
 from ..progress import ProgressLike, Steps
@@ -153,10 +153,9 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
             privacy_metrics(
                 frame,
                 avatars,
-                ncp=parameters.ncp,
+                MetricOptions(ncp=parameters.ncp, check_alignment=False),  # its own avatars
                 types=dict(parameters.types),
                 backend=context.model.backend,
-                check_alignment=False,  # this batch's own avatars
             )
         )
         timings["metrics"] = time.perf_counter() - tick
