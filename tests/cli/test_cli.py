@@ -221,7 +221,7 @@ BAD_INPUTS = {
                                               "--types names unknown column(s) ['nosuch']"),
     "attacker options without a report": (["avatarize", "{wbcd}", "{tmp}/a.csv",
                                            "--known-variables", "Class"], 2,
-                                          "set the report's privacy metrics: add --report"),
+                                          "evidence: add --report PATH or --holdout"),
     "unknown kind in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
                                  "Class=ordinal"], 2,
                                 "types['Class']='ordinal' is not a kind; the kinds: continuous"),
