@@ -22,9 +22,10 @@ import pandas as pd
 from .backend import resolve_backend, to_pandas
 from .encoding import fresh_identifiers, validate_table
 from .encoding.identifying import refuse_undeclared
-from .errors import AvatarError, AvatarTypeError
+from .errors import AvatarError, AvatarTypeError, FixableError
 from .metrics import attack_metrics, privacy_metrics, signal_metrics
 from .metrics.catalogue import (
+    CATALOGUE,
     HIGHER,
     LOWER,
     PRIVACY_TARGETS,
@@ -39,9 +40,11 @@ from .parameters import (
     ADVICE_CANDIDATES,
     ADVICE_MARGIN,
     AvatarParameters,
+    MetricOptions,
     avatar_parameters,
     check_integer,
     check_number,
+    metric_options,
     seed_sequence,
 )
 from .pipeline.model import check_device_memory, fit_model
@@ -104,6 +107,18 @@ def _targets(given: Mapping[str, Any] | None, margin: float,
             for name, threshold in thresholds.items()}
 
 
+def _refuse_unmeasured(given: Mapping[str, Any] | None, options: MetricOptions,
+                       holdout: Any) -> None:
+    """A target whose metric ``options`` (and the holdout) do not measure would read as met:
+    refused, saying what it needs (``Metric.needs``)."""
+    for name in check_targets(given):
+        need = CATALOGUE[name].needs
+        if need and (holdout if need == "holdout" else getattr(options, need)) is None:
+            raise FixableError(f"targets: {name} is not measured without {need}",
+                               {"python": f"give {need}= (or drop the target)",
+                                "cli": f"give --{need.replace('_', '-')} (or drop the target)"})
+
+
 def _candidates(given: Sequence[int] | None, n: int) -> list[int]:
     if given is None:
         usable = [k for k in ADVICE_CANDIDATES if k < n]
@@ -123,6 +138,7 @@ def advise(
     candidates: Sequence[int] | None = None,
     margin: float = ADVICE_MARGIN,
     holdout: pd.DataFrame | None = None,
+    options: MetricOptions | Mapping[str, Any] | None = None,
     parameters: AvatarParameters | None = None,
     progress: ProgressLike = None,
     **settings: Any,
@@ -138,7 +154,8 @@ def advise(
     the run's seed, as ``prepare_release`` measures them; the column
     ``measurable_attack_risks`` counts the risks of attacks that learn from the release), and
     the recommendation is one with no measurable risk, else with the fewest (the reason says
-    which).
+    which). ``options``: the privacy metrics' ``MetricOptions``, as the release will be
+    measured (a target whose metric they do not measure is refused).
 
     The other parameters are ``avatarize``'s (``ncp``, ``seed``, ``types``, ...: as
     ``parameters`` and/or keywords; ``k`` is what is swept). A seed is drawn when none is
@@ -153,6 +170,8 @@ def advise(
         raise AvatarError("advise sweeps a table avatarized in one batch; give it without "
                           f"batch_size (here {parameters.batch_size}) or advise on a sample")
     margin = check_number("margin", margin, 0.0, 1.0)
+    options = metric_options(options)
+    _refuse_unmeasured(targets, options, holdout)
     targets = _targets(targets, margin)
     ks = _candidates(candidates, len(frame))
     if holdout is not None:
@@ -181,9 +200,9 @@ def advise(
         )
         avatars = model.encoder.decode(backend.to_numpy(continuous), backend.to_numpy(codes),
                                        identifiers, index=frame.index)
-        privacy = privacy_metrics(frame, avatars, ncp=run.ncp, types=dict(run.types),
-                                  backend=backend,  # as result.privacy_metrics() measures
-                                  check_alignment=False)
+        privacy = privacy_metrics(  # as result.privacy_metrics() measures
+            frame, avatars, options.with_defaults(ncp=run.ncp, check_alignment=False),
+            holdout=holdout, types=dict(run.types), backend=backend)
         signal = signal_metrics(frame, avatars, types=dict(run.types), backend=backend)
         row = _row(k, privacy, signal, targets)
         if holdout is not None and row["passed"]:  # the attacks of a candidate worth taking
@@ -249,7 +268,7 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
         f"{100 * margin:g} % margin); the closest, k = {closest}, misses "
         f"{', '.join(failed[closest])}"
     )
-    return Advice(None, run.ncp, None, table, f"{reason}. {next_steps(PYTHON_NAMES)}",
+    return Advice(None, run.ncp, None, table, f"{reason}; {next_steps(PYTHON_NAMES)}",
                   dict(targets), shortfall=reason)
 
 
@@ -262,7 +281,7 @@ COMMAND_LINE_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",
 def next_steps(names: Mapping[str, str]) -> str:
     """What to try when no candidate passes, with the options' ``names`` in the caller's
     interface (Python keywords here, command-line options in the CLI)."""
-    return (f"Try larger k ({names['candidates']}), more projection axes ({names['ncp']}), "
+    return (f"try larger k ({names['candidates']}), more projection axes ({names['ncp']}), "
             f"{names['weights']} that lower the weight of identifying columns, or fewer "
             "modalities (group rare categories)")
 

@@ -46,6 +46,7 @@ SERIES_PROJECTIONS = ("fpca", "flatten")  # how a time-series link projects its 
 # A database table may override these (``types`` are declared with the table; the seed and
 # the backend are the run's).
 ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by default
+METRIC_NCP = 5  # axes of the metric projection when no run says (metrics.md, 1)
 ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "zero_distance",
                    "engine", "batch_size")  # fmt: skip
@@ -293,7 +294,8 @@ class MetricOptions(_Settings):
     ``privacy_metrics``, the batch, streaming and Dask paths, the database scenarios, the
     report and the command line (metrics.md; definitions in ``metrics/privacy.py``).
 
-    - ``ncp``: axes of the metric projection (the avatarization's is the recommended value);
+    - ``ncp``: axes of the metric projection (None: the run's for a run's own metrics, else
+      ``METRIC_NCP``; the avatarization's is the recommended value);
     - ``known_variables``: the columns an attacker knows (correlation protection, inference);
     - ``target``: the one column an attacker infers from ``known_variables``;
     - ``categorical_hidden_rate_variables``: the columns of the categorical hidden rate;
@@ -303,14 +305,14 @@ class MetricOptions(_Settings):
       ``closest_rate_ratio_threshold``: when an avatar counts as at risk for ``closest_rate``;
     - ``engine``: the exact distance-rank reduction, one of ``METRIC_ENGINES``;
     - ``check_alignment``: refuse avatars not row-aligned with the originals (a released,
-      shuffled file); off only for avatars aligned by construction.
+      shuffled file); None: off for a run's own avatars (aligned by construction), else on.
 
-    Column names are checked against the table when measured.
+    Column names are checked against the table when measured (``check_columns``).
     """
 
     _WHAT = "metric option"
 
-    ncp: int = 5
+    ncp: int | None = None
     known_variables: Any = None
     target: Any = None
     categorical_hidden_rate_variables: Any = None
@@ -318,7 +320,7 @@ class MetricOptions(_Settings):
     closest_rate_percentage_threshold: float = 0.3
     closest_rate_ratio_threshold: float = 0.3
     engine: str = "auto"
-    check_alignment: bool = True
+    check_alignment: bool | None = None
 
     def __post_init__(self) -> None:
         target = self.target
@@ -332,7 +334,7 @@ class MetricOptions(_Settings):
                 "what an attacker knows; give known_variables too"
             )
         checked = {
-            "ncp": check_ncp(self.ncp),
+            "ncp": None if self.ncp is None else check_ncp(self.ncp),
             "known_variables": _columns(self.known_variables),
             "target": target,
             "categorical_hidden_rate_variables": _columns(
@@ -344,10 +346,18 @@ class MetricOptions(_Settings):
             "closest_rate_ratio_threshold": check_number(
                 "closest_rate_ratio_threshold", self.closest_rate_ratio_threshold, 0),
             "engine": check_choice("engine", self.engine, METRIC_ENGINES),
-            "check_alignment": check_flag("check_alignment", self.check_alignment),
+            "check_alignment": None if self.check_alignment is None else check_flag(
+                "check_alignment", self.check_alignment),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+
+    def with_defaults(self, *, ncp: int, check_alignment: bool) -> MetricOptions:
+        """Itself, with the ``ncp`` and ``check_alignment`` left to the caller (None) set:
+        a run's own metrics use the run's ncp and no alignment test."""
+        return self.replace(ncp=ncp if self.ncp is None else self.ncp,
+                            check_alignment=check_alignment if self.check_alignment is None
+                            else self.check_alignment)
 
 
 def _columns(names: Any) -> Any:

@@ -18,9 +18,17 @@ from .errors import AvatarError, FixableError
 from .metrics import AttackMetrics, PrivacyMetrics, attack_metrics
 from .metrics.checks import check_same_table
 from .metrics.holdout import attack_seed
+from .metrics.privacy import check_metric_columns
 from .metrics.verdict import ReleaseVerdict, release_verdict
 from .outputs import check_output
-from .parameters import AvatarParameters, MetricOptions, avatar_parameters, check_flag
+from .parameters import (
+    AvatarParameters,
+    MetricOptions,
+    avatar_parameters,
+    check_flag,
+    check_types,
+    metric_options,
+)
 from .pipeline import AvatarizationResult, avatarize
 from .progress import ProgressLike, Steps
 
@@ -87,6 +95,9 @@ def prepare_release(
 
         check_output("report", report, report_format)  # before the work
     frame = to_pandas(original)
+    options = metric_options(options)
+    check_metric_columns(frame, options, check_types(settings.get("types") or (
+        parameters.types if parameters is not None else None)))  # before the work
     if holdout is not None:
         holdout = check_same_table(frame, to_pandas(holdout), "holdout", same_rows=False)
     steps = Steps(progress, "prepare release")
@@ -95,9 +106,10 @@ def prepare_release(
         settings.pop("k")
         with steps.step("advise"):
             advice = advise(frame, targets=targets, candidates=candidates, holdout=holdout,
-                            parameters=parameters, progress=progress, **settings)
+                            options=options, parameters=parameters, progress=progress,
+                            **settings)
         if advice.k is None:
-            raise FixableError(f"k='auto': {advice.shortfall}",
+            raise FixableError(f"no k advised: {advice.shortfall}",
                                {"python": next_steps(PYTHON_NAMES),
                                 "cli": next_steps(COMMAND_LINE_NAMES)})
         parameters, settings = advice.parameters, {}  # the candidate measured, its seed

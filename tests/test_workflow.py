@@ -82,3 +82,31 @@ def test_metric_options_are_checked_once_and_shared(aids):
         ga.privacy_metrics(frame, published, engin="brute")
     with pytest.raises(ga.AvatarError, match="closest_rate_percentage_threshold"):
         options.replace(closest_rate_percentage_threshold=120)
+
+
+def test_a_runs_metric_options_leave_ncp_and_alignment_to_the_run(aids):
+    """Given as an object or as names, a run's options use its ncp and skip the alignment
+    test (its unshuffled avatars are aligned by construction), unless they say otherwise."""
+    small = aids.df.head(30)[["age", "wtkg", "karnof", "gender", "race"]]
+    result = ga.avatarize(small, k=5, ncp=3, types={"gender": "categorical",
+                                                    "race": "categorical"}, seed=0)
+    as_object = result.privacy_metrics(ga.MetricOptions(known_variables=["age"]))
+    as_names = result.privacy_metrics(known_variables=["age"])
+    assert as_object.ncp == as_names.ncp == 3
+    assert as_object.hidden_rate == as_names.hidden_rate
+    assert result.privacy_metrics(ncp=2).ncp == 2
+    with pytest.raises(ga.AvatarError, match="row-aligned|cannot tell"):
+        result.privacy_metrics(check_alignment=True)  # 30 rows: the test cannot tell
+
+
+def test_advice_refuses_a_target_its_options_do_not_measure(aids):
+    with pytest.raises(ga.FixableError, match="correlation_protection_rate is not measured "
+                                              "without known_variables"):
+        ga.advise(aids.df, targets={"correlation_protection_rate": 95}, types=aids.types)
+    with pytest.raises(ga.FixableError, match="closer_to_training_rate .* without holdout"):
+        ga.advise(aids.df, targets={"closer_to_training_rate": 60}, types=aids.types)
+    with pytest.raises(ga.AvatarError, match="target needs known_variables"):  # before the work
+        ga.prepare_release(aids.df, k=20, options={"target": "cd40"}, types=aids.types)
+    with pytest.raises(ga.AvatarError, match=r"known_variables names unknown column\(s\)"):
+        ga.prepare_release(aids.df, k=20, options={"known_variables": ["agee"]},
+                           types=aids.types)

@@ -4,6 +4,7 @@
                          [--backend auto|cpu|gpu] [--report report.html|report.pdf]
                          [--language en|fr] [--holdout HOLDOUT]
     gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20] [--targets hidden_rate=95 ...]
+                            [--holdout FILE]
                             (INPUT: a table, or a YAML database as for database;
                             avatarize --k auto [--candidates ...] [--targets ...]: advice first)
     gpu-avatar split INPUT TRAINING HOLDOUT [--fraction 0.2] [--seed S]
@@ -58,6 +59,7 @@ from ..metrics.checks import check_same_table
 from ..outputs import OutputPaths, atomic_path, check_output, staged_outputs
 from ..parameters import (
     ADVICE_CANDIDATES,
+    ADVICE_MARGIN,
     BACKENDS,
     CATEGORICAL_RULES,
     ENGINES,
@@ -306,7 +308,8 @@ def _add_advice_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--targets", nargs="+", action="append", metavar="METRIC=THRESHOLD",
                         help="privacy targets that advice must meet, in place of the defaults "
                         f"they name ({defaults}; a YAML database's advice judges hidden_rate "
-                        "and local_cloaking), each with advice's 2 %% margin")
+                        f"and local_cloaking), each with advice's {100 * ADVICE_MARGIN:g} %% "
+                        "margin")
 
 
 def _advice_options(args: argparse.Namespace, judged: Sequence[str] = TABLE_TARGETS):
@@ -599,8 +602,8 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     if args.report:
         _say(f"wrote the report to {args.report}")
     if release.verdict is None:
-        _say("no evidence measured: add --report PATH (and --holdout FILE for the attacks) "
-             "for the privacy metrics and the release verdict")
+        _say("no evidence measured: add --report PATH or --holdout FILE (which also measures "
+             "the attacks) for the privacy metrics and the release verdict")
     else:
         _say(_privacy_line(release.privacy))
         _conclude(args, release.verdict)
@@ -622,8 +625,10 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     output = OutputPaths({"INPUT": args.input, "--holdout": args.holdout}).add(
         "--output", args.output, _frame_format)
     df = read_input(args.input, args).frame
-    holdout = None if args.holdout is None else _cast_like(
-        df, read_input(args.holdout, args).frame)
+    holdout = None
+    if args.holdout is not None:
+        holdout = _cast_like(df, read_input(args.holdout, args).frame)
+        check_same_table(df, holdout, f"--holdout {args.holdout}", same_rows=False)
     advice = ga.advise(df, types=column_types(df, args), holdout=holdout, progress=progress,
                        **options, **settings)
     _say_advice(advice, CLI_NAMES)
@@ -700,7 +705,7 @@ def _say_advice(advice: Any, names: dict[str, str]) -> None:
     with pd.option_context("display.max_rows", None, "display.max_columns", None,
                            "display.width", 200):
         _say(advice.candidates[shown].to_string(float_format=lambda v: f"{v:.4g}"))
-    _say(f"advice: {advice.shortfall}. {next_steps(names)}" if advice.k is None
+    _say(f"advice: {advice.shortfall}; {next_steps(names)}" if advice.k is None
          else f"advice: {advice.reason}")
 
 

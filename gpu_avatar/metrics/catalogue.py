@@ -133,8 +133,10 @@ SIGNAL_SCENARIOS = (STANDALONE, TO_TOP_ENRICHED, TO_BOTTOM_INFORMATION_PROPAGATE
 @dataclass(frozen=True)
 class Metric:
     """One metric: its ``family`` (privacy, signal or attack), ``target``, one-line
-    ``meaning`` per language, the database ``scenarios`` it is reported in, and whether it
-    decides a cell of the database summary matrix (``summary``)."""
+    ``meaning`` per language, the database ``scenarios`` it is reported in, whether it
+    decides a cell of the database summary matrix and a release's verdict (``summary``:
+    the method's own protection), and what measuring it ``needs`` besides the tables (a
+    ``MetricOptions`` name, or "holdout")."""
 
     name: str
     family: str
@@ -142,10 +144,12 @@ class Metric:
     meaning: Mapping[str, str]
     scenarios: tuple[str, ...] = ()
     summary: bool = False
+    needs: str | None = None
 
 
-def _privacy(name, target, en, fr, scenarios=PRIVACY_SCENARIOS, summary=False) -> Metric:
-    return Metric(name, PRIVACY, target, words(en, fr), scenarios, summary)
+def _privacy(name, target, en, fr, scenarios=PRIVACY_SCENARIOS, summary=False,
+             needs=None) -> Metric:
+    return Metric(name, PRIVACY, target, words(en, fr), scenarios, summary, needs)
 
 
 def _signal(name, target, en, fr) -> Metric:
@@ -193,31 +197,32 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in (
              "% of originals not singled out on the chosen categorical variables (needs "
              "categorical_hidden_rate_variables)",
              "% des individus d'origine non isolés sur les variables catégorielles choisies "
-             "(requiert categorical_hidden_rate_variables)", scenarios=()),
+             "(requiert categorical_hidden_rate_variables)", scenarios=(),
+             needs="categorical_hidden_rate_variables"),
     _privacy("correlation_protection_rate", Target(HIGHER, 90),
              "% of originals protected from linkage on the known variables (needs "
              "known_variables)",
              "% des individus d'origine protégés du rapprochement sur les variables connues "
-             "(requiert known_variables)", scenarios=()),
+             "(requiert known_variables)", scenarios=(), needs="known_variables"),
     # given a holdout: % of avatars closer to an original than to any holdout row
     _privacy("closer_to_training_rate", Target(LOWER),
              "% of avatars closer to an original than to any holdout row (needs a holdout)",
              "% des avatars plus proches d'un individu d'origine que de tout individu témoin "
-             "(demande un témoin)", scenarios=()),
+             "(requiert un témoin)", scenarios=(), needs="holdout"),
     # the attack's error relative to a marginal guess: the lower, the more the link teaches
     _privacy("inference_continuous", Target(HIGHER),
              "error of guessing the target through the closest avatar on the known variables "
              "/ error of a marginal guess (1: the link teaches nothing)",
              "erreur de l'inférence de la cible par l'avatar le plus proche sur les variables "
              "connues / erreur d'une inférence par la loi marginale (1 : le rapprochement "
-             "n'apprend rien)", scenarios=()),
+             "n'apprend rien)", scenarios=(), needs="target"),
     # the attack's accuracy: the higher, the more the link teaches
     _privacy("inference_categorical", Target(LOWER),
              "accuracy of guessing the target through the closest avatar on the known "
              "variables (needs known_variables and a categorical target)",
              "exactitude de l'inférence de la cible par l'avatar le plus proche sur les "
              "variables connues (requiert known_variables et une cible catégorielle)",
-             scenarios=()),
+             scenarios=(), needs="target"),
     _signal("hellinger_mean", Target(LOWER, 0.1),
             "mean over variables of the Hellinger distance between original and avatar "
             "distributions (0: identical, 1: disjoint)",

@@ -57,7 +57,7 @@ from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
 from ..errors import AvatarError
 from ..neighbours.search import nearest_neighbours, nearest_reference_distances
-from ..parameters import MetricOptions, check_types, metric_options
+from ..parameters import METRIC_NCP, MetricOptions, check_types, metric_options
 from ..projection.projection import Projection, projection_kind
 from .catalogue import PRIVACY_TARGETS, metrics_frame
 from .checks import check_row_alignment, check_same_table, check_variables
@@ -295,6 +295,28 @@ def _inference(
     return "continuous", float(ratio), float(marginal_error)
 
 
+def check_metric_columns(original: pd.DataFrame, options: MetricOptions,
+                         types: Mapping[Any, str]) -> tuple[list | None, list | None,
+                                                            list | None]:
+    """The columns the options name, checked against ``original`` and its ``types``:
+    ``known_variables``, ``[target]`` and ``categorical_hidden_rate_variables`` (each None
+    when not given)."""
+    known = check_variables(original, options.known_variables, "known_variables")
+    targets = check_variables(original, options.target, "target")
+    chr_variables = check_variables(
+        original, options.categorical_hidden_rate_variables, "categorical_hidden_rate_variables"
+    )
+    if types:  # the metric projection drops identifiers from types: catch misspelt names here
+        check_variables(original, list(types), "types")
+    if targets is not None and len(targets) != 1:
+        raise AvatarError(f"target must be one column, got {targets}")
+    identifiers = {c for c, kind in types.items() if kind == IDENTIFIER}
+    for argument, names in (("known_variables", known), ("target", targets)):
+        if names and identifiers.intersection(names):
+            raise AvatarError(f"{argument} cannot use identifier column(s) {sorted(identifiers)}")
+    return known, targets, chr_variables
+
+
 @timed
 def privacy_metrics(
     original: pd.DataFrame,
@@ -322,7 +344,8 @@ def privacy_metrics(
     backend)`` replaces the engine's distance-rank reduction (``gpu_avatar.distributed`` runs
     it as Dask tasks). See the module docstring for every definition.
     """
-    options = metric_options(options, **settings)
+    options = metric_options(options, **settings).with_defaults(ncp=METRIC_NCP,
+                                                                 check_alignment=True)
     original = to_pandas(original)
     avatars = check_same_table(
         original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
@@ -331,19 +354,7 @@ def privacy_metrics(
     if holdout is not None:
         others.append(check_same_table(original, to_pandas(holdout), "holdout", same_rows=False))
     types = check_types(types)
-    known = check_variables(original, options.known_variables, "known_variables")
-    targets = check_variables(original, options.target, "target")
-    chr_variables = check_variables(
-        original, options.categorical_hidden_rate_variables, "categorical_hidden_rate_variables"
-    )
-    if types:  # the metric projection drops identifiers from types: catch misspelt names here
-        check_variables(original, list(types), "types")
-    if targets is not None and len(targets) != 1:
-        raise AvatarError(f"target must be one column, got {targets}")
-    identifiers = {c for c, kind in (types or {}).items() if kind == IDENTIFIER}
-    for argument, names in (("known_variables", known), ("target", targets)):
-        if names and identifiers.intersection(names):
-            raise AvatarError(f"{argument} cannot use identifier column(s) {sorted(identifiers)}")
+    known, targets, chr_variables = check_metric_columns(original, options, types)
     ncp, imputation = options.ncp, options.imputation
     backend = resolve_backend(backend)
     # per row: both coordinate sets with their chunks (4 ncp), the two trees' copies and the

@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import AvatarError
 from .catalogue import CATALOGUE, PRIVACY_TARGETS, Target
+from .privacy import PrivacyMetrics
 
 MEETS = "meets every target"
 EXCEPTIONS = "meets its targets with named exceptions"
@@ -56,11 +58,12 @@ class Finding:
 @dataclass(frozen=True)
 class ReleaseVerdict:
     """``answer`` (one of ``ANSWERS``) and every ``finding`` behind it; ``attacks_measured``:
-    whether attack risks were measured (they need a holdout)."""
+    whether attack risks were measured (they need a holdout; None: a database, which has no
+    attacks)."""
 
     answer: str
     findings: tuple[Finding, ...]
-    attacks_measured: bool
+    attacks_measured: bool | None
 
     @property
     def reasons(self) -> list[Finding]:
@@ -84,14 +87,19 @@ def release_verdict(privacy: Any, attacks: Any = None) -> ReleaseVerdict:
     """The verdict on a release from its privacy metrics (a ``PrivacyMetrics``, or a
     database's scenario metrics, ``DatabaseAvatarizationResult.privacy_metrics()``) and,
     given a holdout, its ``AttackMetrics``. See the module docstring."""
-    entries = [(None, privacy)] if not isinstance(privacy, list) else [
+    entries = [(None, privacy)] if isinstance(privacy, PrivacyMetrics) else [
         ((entry.table, entry.scenario, entry.reference), entry.metrics) for entry in privacy]
+    if not entries:
+        raise AvatarError("release_verdict needs privacy metrics: these scenarios are empty "
+                          "(a database without an individual-level table has none)")
     findings = []
     for where, metrics in entries:
         findings += _target_findings(metrics, where)
         copies = metrics.exact_copies
-        findings.append(Finding(COPIES, "exact_copies", copies == 0, value=copies,
-                                detail={"shared": metrics.exact_copies_shared}, where=where))
+        if copies is not None:
+            findings.append(Finding(COPIES, "exact_copies", copies == 0, value=copies,
+                                    detail={"shared": metrics.exact_copies_shared},
+                                    where=where))
     if attacks is not None:
         findings += [Finding(ATTACK, result.label, False, value=result.risk,
                              detail={"low": result.risk_low, "high": result.risk_high})
@@ -102,16 +110,17 @@ def release_verdict(privacy: Any, attacks: Any = None) -> ReleaseVerdict:
         answer = MEETS
     else:
         answer = EXCEPTIONS
-    return ReleaseVerdict(answer, tuple(findings), attacks is not None)
+    measured = None if entries[0][0] is not None else attacks is not None
+    return ReleaseVerdict(answer, tuple(findings), measured)
 
 
 def _target_findings(metrics: Any, where: tuple[str, str, str] | None) -> list[Finding]:
-    """A finding per judged target that was measured; direct matches name their worst
-    column."""
+    """A finding per judged target that was measured (a missing or non-finite value was
+    not); direct matches name their worst column."""
     findings = []
     for name, target in PRIVACY_TARGETS.items():
         value = getattr(metrics, name)
-        if target.threshold is None or value is None:
+        if target.passed(value) is None:
             continue
         detail = ({"column": metrics.worst_direct_match_column}
                   if name == "column_direct_match_protection" else {})

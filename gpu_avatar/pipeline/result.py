@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,13 +50,11 @@ class AvatarizationResult:
         return self.sensitive_unshuffled_avatars.iloc[self.release_order].reset_index(drop=True)
 
     def metric_options(self, options: Any = None, **settings: Any) -> MetricOptions:
-        """``options`` (a ``MetricOptions``; a mapping of its names, or None, applies to this
-        run's ``ncp`` and no row-alignment test, as its unshuffled avatars are aligned by
-        construction) with ``settings`` applied."""
-        run = MetricOptions(ncp=self.parameters.ncp, check_alignment=False)
-        if options is None or isinstance(options, Mapping):
-            options = run.replace(**(options or {}))
-        return metric_options(options, **settings)
+        """``options`` (a ``MetricOptions`` or a mapping of its names) with ``settings``
+        applied; what they leave to the run: its ``ncp``, and no row-alignment test, as its
+        unshuffled avatars are aligned by construction."""
+        return metric_options(options, **settings).with_defaults(
+            ncp=self.parameters.ncp, check_alignment=False)
 
     def _measured_with(self, overrides: dict[str, Any]) -> dict[str, Any]:
         """The run's ``types`` and backend, overridden by ``overrides``."""

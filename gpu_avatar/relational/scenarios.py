@@ -284,18 +284,18 @@ def database_privacy_metrics(
     result: DatabaseAvatarizationResult, options: Any = None, **settings: Any
 ) -> ScenarioMetrics:
     """Every privacy scenario, measured with ``metric_options(options, **settings)`` (e.g.
-    ``engine``) and each table's ``ncp``. The scenarios pair each row with its own avatar row
-    by construction: no alignment test."""
+    ``engine``), each table's ``ncp`` unless given. The scenarios pair each row with its own
+    avatar row by construction: no alignment test unless asked for."""
     db = result.database
     out = ScenarioMetrics()
     order = db.topological_order()
-    options = metric_options(options, **settings).replace(check_alignment=False)
+    options = metric_options(options, **settings)
 
     def measure(original, avatar, types, table):
         return privacy_metrics(
             original,
             avatar,
-            options.replace(ncp=_ncp(result, table)),
+            options.with_defaults(ncp=_ncp(result, table), check_alignment=False),
             types=types,
             backend=result.parameters.backend,
         )
@@ -398,25 +398,26 @@ def metrics_summary(
     result: DatabaseAvatarizationResult, privacy: ScenarioMetrics | None = None
 ) -> pd.DataFrame:
     """The privacy summary matrix as numbers, one row per non-empty cell: an individual-level
-    ``table`` against a ``reference`` table ((I, I): standalone), the worst ``scenario`` for
-    it (the lowest hidden rate), that scenario's ``hidden_rate`` and median ``local_cloaking``,
-    and ``passed`` (both pass their targets). ``format_summary`` draws it as a matrix."""
+    ``table`` against a ``reference`` table ((I, I): standalone), each summary metric's worst
+    value over the cell's scenarios (hidden rate, median local cloaking), the ``scenario``
+    with the worst hidden rate, and ``passed`` (every scenario of the cell passes: the
+    release verdict's decisive targets). ``format_summary`` draws it as a matrix."""
     privacy = privacy if privacy is not None else database_privacy_metrics(result)
-    deciding = SUMMARY_METRICS[0]
-    worst: dict[tuple[str, str], ScenarioResult] = {}
+    cells: dict[tuple[str, str], list[ScenarioResult]] = {}
     for entry in privacy:
-        cell = (entry.table, entry.reference)
-        current = worst.get(cell)
-        value = getattr(entry.metrics, deciding)
-        if current is None or PRIVACY_TARGETS[deciding].is_worse(
-            value, getattr(current.metrics, deciding)
-        ):
-            worst[cell] = entry
+        cells.setdefault((entry.table, entry.reference), []).append(entry)
+    deciding = PRIVACY_TARGETS[SUMMARY_METRICS[0]]
     rows = []
-    for (table, reference), entry in worst.items():
-        values = {name: getattr(entry.metrics, name) for name in SUMMARY_METRICS}
+    for (table, reference), entries in cells.items():
+        worst_entry = entries[0]
+        for entry in entries[1:]:
+            if deciding.is_worse(getattr(entry.metrics, SUMMARY_METRICS[0]),
+                                 getattr(worst_entry.metrics, SUMMARY_METRICS[0])):
+                worst_entry = entry
+        values = {name: PRIVACY_TARGETS[name].worst(getattr(e.metrics, name) for e in entries)
+                  for name in SUMMARY_METRICS}
         passed = all(PRIVACY_TARGETS[name].passed(v) for name, v in values.items())
-        rows.append({"table": table, "reference": reference, "scenario": entry.scenario,
+        rows.append({"table": table, "reference": reference, "scenario": worst_entry.scenario,
                      **values, "passed": passed})  # fmt: skip
     columns = ["table", "reference", "scenario", *SUMMARY_METRICS, "passed"]
     return pd.DataFrame(rows, columns=columns)

@@ -80,8 +80,9 @@ def write_report(
     HTML or PDF (``format``, else from the suffix), in ``language`` ("en" or "fr").
 
     ``options`` for a table: ``privacy``, ``signal`` (computed when not given), ``advice``
-    (an ``Advice``), ``attacks`` (``AttackMetrics``) and ``privacy_metrics``' options
-    (``known_variables``, ``target``, ...); for a database: ``privacy``, ``signal``,
+    (an ``Advice``), ``attacks`` (``AttackMetrics``) and the privacy metrics' ``options`` (a
+    ``MetricOptions``) or its names (``known_variables``, ``target``, ...); the first page is
+    the release verdict of these; for a database: ``privacy``, ``signal``,
     ``seconds`` (run time), ``advice`` (an ``advise_database`` Advice).
     """
     from ..relational import DatabaseAvatarizationResult

@@ -283,6 +283,8 @@ FRENCH: dict[str, str] = {
     "verdict: {answer}": "verdict : {answer}",
     "no avatar is an exact copy of an original row":
     "aucun avatar n'est la copie exacte d'une ligne d'origine",
+    "1 avatar is an exact copy of an original row ({shared})":
+    "1 avatar est la copie exacte d'une ligne d'origine ({shared})",
     "{copies} avatars are exact copies of original rows ({shared})":
     "{copies} avatars sont des copies exactes de lignes d'origine ({shared})",
     "{attack}: measurable risk {risk} [{low}, {high}], beyond a random guess and the holdout":

@@ -139,6 +139,7 @@ def _table_part(
     slug: str | None = None,
     level: int = 2,
     knowingly_released: list = (),
+    with_verdict: bool = True,
 ) -> Part:
     new_figure = _matplotlib()
     types = dict(types or {})
@@ -153,7 +154,7 @@ def _table_part(
     encoder = TableEncoder(variable_types, missing_indicators=False).fit(original[variables])
     part = Part(slug or slugify(name), name, "table", "", tr.language, level)
     verdict = None
-    if privacy is not None and level == 2:  # a database's tables: the database's verdict
+    if privacy is not None and with_verdict:
         verdict = release_verdict(privacy, attacks)
         part.section("verdict", tr("Verdict"), *verdict_blocks(verdict, tr, every_finding=True))
 
@@ -279,7 +280,8 @@ def table_part(
     ``privacy_options``'), ``parameters`` and ``timings`` (shown as given),
     ``privacy`` / ``signal`` (computed when not given), ``individual_level``,
     ``privacy_options`` (a ``MetricOptions`` or a mapping of its names: ``known_variables``,
-    ``target``, ...), ``backend``, ``advice`` (an
+    ``target``, ...), ``with_verdict`` (the release verdict first; default True), ``backend``,
+    ``advice`` (an
     ``Advice``) and ``attacks`` (``AttackMetrics``) for their sections, ``slug``, ``level``.
     """
     return _table_part(original, unshuffled_avatars, Steps(progress, "report"),
@@ -593,6 +595,7 @@ def _database_part(
             privacy=standalone(privacy, table), signal=standalone(signal, table),
             individual_level=db.is_individual_level(table), backend=result.parameters.backend,
             slug=f"{part.slug}-table-{slugify(table)}", level=level + 2,
+            with_verdict=False,  # the database's verdict judges its tables
         ))
     part.section("tables", tr("Tables"), *parts)
     part.lead = answer_text(verdict, tr) + " " + tr(

@@ -15,9 +15,14 @@ from .language import Translator
 def finding_text(finding: Finding, tr: Translator) -> str:
     """One finding in a sentence, prefixed by where it was measured (a database)."""
     if finding.kind == COPIES:
-        text = (tr("no avatar is an exact copy of an original row") if finding.passed else tr(
-            "{copies} avatars are exact copies of original rows ({shared})",
-            copies=int(finding.value), shared=copies_text(finding.detail["shared"], tr)))
+        shared = copies_text(finding.detail["shared"], tr)
+        if finding.passed:
+            text = tr("no avatar is an exact copy of an original row")
+        elif finding.value == 1:
+            text = tr("1 avatar is an exact copy of an original row ({shared})", shared=shared)
+        else:
+            text = tr("{copies} avatars are exact copies of original rows ({shared})",
+                      copies=int(finding.value), shared=shared)
     elif finding.kind == ATTACK:
         text = tr("{attack}: measurable risk {risk} [{low}, {high}], beyond a random guess and "
                   "the holdout", attack=finding.name, risk=tr.number(finding.value, ".3f"),
@@ -48,7 +53,7 @@ def answer_text(verdict: ReleaseVerdict, tr: Translator) -> str:
 
 
 def _attacks_note(verdict: ReleaseVerdict, tr: Translator) -> list[str]:
-    if verdict.attacks_measured:
+    if verdict.attacks_measured is not False:  # measured, or a database's (none)
         return []
     return [tr("Attack risks not measured: they need a holdout, rows of the table kept out of "
                "the avatarization.")]
@@ -70,7 +75,6 @@ def verdict_blocks(verdict: ReleaseVerdict, tr: Translator, every_finding: bool)
              Cell(tr("pass") if f.passed else tr("fail"), "pass" if f.passed else "fail"),
              Cell(tr("yes") if f.decisive else "")] for f in findings]
     return [
-        Text(answer_text(verdict, tr), "lead"),
         Table([tr("answer")], [[Cell(answer_text(verdict, tr), style)]]),
         Text(tr("Decisive: {metrics}, the method's protection that no avatar can be traced to "
                 "its original; missing one means the release does not meet its targets. Any "

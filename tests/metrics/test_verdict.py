@@ -19,6 +19,7 @@ from gpu_avatar.metrics.verdict import (
     Finding,
     release_verdict,
 )
+from gpu_avatar.relational.scenarios import metrics_summary
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,24 @@ def test_a_database_verdict_names_the_scenario():
     assert verdict.answer in (MEETS, EXCEPTIONS, FAILS)
     wheres = {f.where for f in verdict.findings}
     assert {(e.table, e.scenario, e.reference) for e in privacy} == wheres
+    summary = metrics_summary(result, privacy)  # a cell passes when its every scenario does
+    for _, cell in summary.iterrows():
+        decisive = [f for f in verdict.findings if f.decisive
+                    and f.where[0] == cell["table"] and f.where[2] == cell["reference"]]
+        assert cell["passed"] == all(f.passed for f in decisive)
     text = "\n".join(verdict.lines())
     for finding in verdict.reasons:
         table, scenario, reference = finding.where
         assert f"{table}, {scenario} against {reference}: " in text
+
+
+def test_what_was_not_measured_is_not_judged(published_privacy):
+    from dataclasses import replace
+
+    unmeasured = replace(published_privacy, closest_rate=float("nan"), exact_copies=None)
+    verdict = release_verdict(unmeasured)
+    assert "closest_rate" not in {f.name for f in verdict.findings}
+    assert not [f for f in verdict.findings if f.kind == COPIES]
+    assert verdict.lines()  # every finding writes
+    with pytest.raises(ga.AvatarError, match="needs privacy metrics"):
+        release_verdict([])
