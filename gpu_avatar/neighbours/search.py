@@ -18,9 +18,11 @@ Engines:
 Candidate indexes ask for k + 2 candidates per point, recompute their distances exactly, and
 keep the first k by (distance, index). The result is certain when the k-th exact distance is
 below the index's distance to its farthest candidate by more than the index's own rounding
-error (every point not proposed is at least that far); the other rows are answered exactly by a
-k-d tree walk (the device's on the GPU, the compiled one on the CPU with numba, else from a
-ball query around the k-th distance).
+error (every point not proposed is at least that far): about 1e-9 relative for scipy's float64
+tree, and for the float32 indexes (FAISS, cuML) a bound proved in ``_float32_certificate``,
+about (2 d + 16) 2^-24 times the squared norms of the (centred) points. The other rows are
+answered exactly by a k-d tree walk (the device's on the GPU, the compiled one on the CPU with
+numba, else from a ball query around the k-th distance).
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ from .distances import pairwise_squared, rowwise_squared
 
 GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
 _TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
-_FLOAT32_RELATIVE_ERROR = 1e-5  # float32 expanded-form indexes (FAISS), generous
+# Float32 candidate indexes (FAISS, cuML): see _float32_certificate.
+_FLOAT32_UNIT_ROUNDOFF = 2.0**-24  # u, half of float32's machine epsilon
+_FLOAT32_UNDERFLOW = 2.0**-100  # absolute: every float32 underflow in a distance, and more
+_FLOAT32_MAX_SQUARED_NORM = 2.0**125  # above, a float32 distance could overflow: no certificate
+_FLOAT32_MAX_DIMENSIONS = 1 << 20  # the bound's second-order slack holds up to here
 _ROW_CHUNK = 1 << 16
 
 
@@ -137,15 +143,15 @@ def _kdtree_candidates(points, q: int, backend: Backend):
 def _faiss_candidates(points, q: int, backend: Backend):
     faiss = import_extra("faiss", "faiss", "engine='faiss'")
 
-    host = np.ascontiguousarray(backend.to_numpy(points), dtype=np.float32)
+    host, norms = _float32_points(np.asarray(backend.to_numpy(points), dtype=np.float64), np)
     index = faiss.IndexFlatL2(host.shape[1])
     if backend.is_gpu and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:  # a GPU build
         index = faiss.index_cpu_to_all_gpus(index)
     index.add(host)
-    far_squared, candidates = index.search(host, q)
-    norms = (host.astype(np.float64) ** 2).sum(axis=1)
-    far = far_squared[:, -1].astype(np.float64)
-    margin = _FLOAT32_RELATIVE_ERROR * (norms + norms.max() + far)
+    reported, candidates = index.search(host, q)  # float32 squared distances
+    far, margin = _float32_certificate(
+        np.asarray(reported, dtype=np.float64), norms, host.shape[1], np
+    )
     return tuple(backend.asarray(a) for a in (candidates.astype(np.int64), far, margin))
 
 
@@ -157,13 +163,71 @@ def _cuml_candidates(points, q: int, backend: Backend):
     ).NearestNeighbors
 
     xp = backend.xp
+    cast, norms = _float32_points(points, xp)  # what cuML's float32 brute force works on
     model = NearestNeighbors(n_neighbors=q, algorithm="brute", metric="euclidean")
-    distances, candidates = model.fit(points).kneighbors(points)
+    distances, candidates = model.fit(cast).kneighbors(cast)  # float32, square roots
     distances, candidates = xp.asarray(distances, dtype=xp.float64), xp.asarray(candidates)
-    norms = (points**2).sum(axis=1)
-    far = distances[:, -1] ** 2
-    margin = _TREE_RELATIVE_ERROR * (norms + norms.max() + far)
+    far, margin = _float32_certificate(distances * distances, norms, cast.shape[1], xp)
     return candidates.astype(xp.int64), far, margin
+
+
+def _float32_points(points, xp):
+    """The points as a float32 index gets them: minus their mean (in float64), cast to
+    float32; and the squared norms of the cast points (float64).
+
+    Centring changes no exact distance (the candidates are re-measured on the original
+    points) but the float32 error grows with the norms: a table far from the origin (say
+    coordinates near 10^4 that differ by 10^-3) would otherwise leave no row certified."""
+    with np.errstate(over="ignore", invalid="ignore"):  # inf or nan: no certificate
+        cast = (points - points.mean(axis=0)).astype(xp.float32)
+    wide = cast.astype(xp.float64)
+    return cast, (wide * wide).sum(axis=1)
+
+
+def _float32_certificate(reported, norms, dim: int, xp):
+    """``(far, margin)`` for ``_verify`` from a float32 index's squared distances ``reported``
+    (n, q), given the squared norms ``norms`` of the cast points (``_float32_points``).
+
+    ``far`` is each row's largest reported distance: the index kept its q smallest, so every
+    point it did not propose reported at least ``far``. ``margin`` bounds, for any pair (i, j),
+    |reported(i, j) - D(i, j)| with D this module's float64 distance, so such a point has
+    D >= far - margin, and a row whose exact k-th candidate distance is below that is certain.
+
+    The bound, with u = 2^-24, a and b the cast points i and j, N = |a|^2 + |b|^2 (Higham's
+    gamma_d = d u / (1 - d u) for a d-term sum or dot product, in any order, FMA or not):
+    - the cast (after the centring's float64 rounding): each coordinate within a relative
+      U ~ u + 2^-52, so |a - b| is within U (|a| + |b|) of the exact distance r and the square
+      within U (2 + U) (|a| + |b|)^2 <= 4 u N (+ second order);
+    - the index's float32 arithmetic on the cast points: the expanded form |a|^2 + |b|^2 -
+      2 a.b (FAISS's BLAS path, cuML's brute force) errs by gamma_d N on the two norms,
+      2 gamma_d sum|a_d b_d| <= gamma_d N on the product, and 2 roundings of values below
+      2 N: 2 gamma_d N + 4 u N; the direct sum of squares (FAISS below 20 queries) errs by
+      gamma_(d+1) |a - b|^2 <= 2 gamma_(d+1) N, less; clamping at zero only reduces it;
+    - cuML returns float32 square roots, squared here in float64: 2 u times the value,
+      below 2 N, so 4 u N (counted for FAISS too: one bound for both);
+    - D itself: float64, relative gamma_(d+1) in float64, about 10^-9 times the above.
+    First order: (2 d + 12) u N. The coefficient (2 d + 16) u / (1 - (d + 2) u), used with N
+    at its largest over j (|a_i|^2 + max |b|^2), keeps 4 u N for the rest, up to d = 2^20:
+    the second-order terms, the float64 norms and evaluation of far - margin (below
+    10^-3 u N), and float32 underflow, flush-to-zero included: 4 sqrt(d) 2^-126 (|a| + |b|)
+    from the cast, below 2 u N where |a| + |b| > 2^-90 (else below 2^-200), and at most
+    3 d + 4 losses of 2^-126 in the arithmetic, below ``_FLOAT32_UNDERFLOW`` (2^-100), added.
+    This assumes IEEE float32 arithmetic: no TF32 or float16 (FAISS's and cuML's brute force
+    default). Where the bound cannot hold (a squared norm above 2^125, where float32 may
+    overflow, a non-finite reported distance, d above 2^20), the margin is infinite and the
+    row is answered exactly.
+
+    The old margins (1e-5 relative for FAISS, 1e-9 for cuML) were below this bound from
+    d ~ 76 and for every d respectively: cuML's lost true neighbours silently."""
+    far = reported.max(axis=1)
+    largest = norms.max()
+    usable = xp.isfinite(far) & (largest <= _FLOAT32_MAX_SQUARED_NORM)
+    if dim > _FLOAT32_MAX_DIMENSIONS:
+        usable = xp.zeros_like(usable)
+    u = _FLOAT32_UNIT_ROUNDOFF
+    coefficient = (2 * dim + 16) * u / (1 - (dim + 2) * u)
+    margin = coefficient * (norms + largest) + _FLOAT32_UNDERFLOW
+    return xp.where(usable, far, 0.0), xp.where(usable, margin, xp.inf)
 
 
 _PROPOSERS = {"kdtree": _kdtree_candidates, "faiss": _faiss_candidates, "cuml": _cuml_candidates}

@@ -4,12 +4,18 @@ exact below the block size and in balanced blocks above it."""
 
 from __future__ import annotations
 
+import multiprocessing
+import sys
+import types
+from concurrent.futures import ProcessPoolExecutor
+
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 from gpu_avatar import AvatarError
+from gpu_avatar.relational import assignment
 from gpu_avatar.relational.assignment import (
     DEFAULT_BLOCK_SIZE,
     assign_linear_sum,
@@ -191,3 +197,68 @@ def test_blocked_transportation_is_exact_per_block_and_lowers_the_total():
         assert assignment_cost(children, parents, result.parent) == pytest.approx(
             result.total_cost, rel=1e-9)
     assert large.total_cost < small.total_cost
+
+
+# ------------------------------------------------------------- the worker processes' start
+def test_workers_are_forked_unless_cuda_may_be_initialised(monkeypatch):
+    """CUDA does not survive a fork: once it may be initialised, the block-solving workers
+    come from a forkserver, with the same result; otherwise the platform's default start
+    (fork on Linux), the cheapest."""
+    started = []
+
+    class Recording(ProcessPoolExecutor):
+        def __init__(self, *args, mp_context=None, **kwargs):
+            started.append(mp_context)
+            super().__init__(*args, mp_context=mp_context, **kwargs)
+
+    monkeypatch.setattr(assignment, "ProcessPoolExecutor", Recording)
+    children, parents, counts = assignment_problem(600, 200, seed=4)
+    monkeypatch.setattr(assignment, "cuda_may_be_initialised", lambda: False)
+    forked = assign_linear_sum(children, parents, counts, block_size=150, workers=2)
+    monkeypatch.setattr(assignment, "cuda_may_be_initialised", lambda: True)
+    served = assign_linear_sum(children, parents, counts, block_size=150, workers=2)
+    assert started[0] is None
+    assert started[1].get_start_method() == "forkserver"
+    assert forked.n_blocks >= 4
+    np.testing.assert_array_equal(served.parent, forked.parent)
+    assert served.total_cost == forked.total_cost
+
+
+def test_spawned_workers_where_there_is_no_forkserver(monkeypatch):
+    monkeypatch.setattr(assignment, "cuda_may_be_initialised", lambda: True)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert assignment.pool_context().get_start_method() == "spawn"
+
+
+@pytest.fixture
+def no_cuda_modules(monkeypatch):
+    """A process where no CUDA library is imported (restored afterwards)."""
+    for name in (*assignment.CUDA_MODULES, "torch"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert not assignment.cuda_may_be_initialised()
+    assert assignment.pool_context() is None
+    return monkeypatch
+
+
+@pytest.mark.parametrize("module", assignment.CUDA_MODULES)
+def test_cuda_may_be_initialised_once_a_cuda_library_is_imported(no_cuda_modules, module):
+    no_cuda_modules.setitem(sys.modules, module, types.ModuleType(module))
+    no_cuda_modules.setitem(
+        sys.modules, "numba.cuda.core.config", types.SimpleNamespace(ENABLE_CUDASIM=0)
+    )
+    assert assignment.cuda_may_be_initialised()
+    assert assignment.pool_context().get_start_method() == "forkserver"
+
+
+def test_numba_cuda_simulator_and_torch_without_cuda_keep_the_fork(no_cuda_modules):
+    """numba-cuda's simulator never initialises CUDA; torch only when it says so."""
+    no_cuda_modules.setitem(sys.modules, "numba.cuda", types.ModuleType("numba.cuda"))
+    no_cuda_modules.setitem(
+        sys.modules, "numba.cuda.core.config", types.SimpleNamespace(ENABLE_CUDASIM=1)
+    )
+    initialised = [False]
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: initialised[0]))
+    no_cuda_modules.setitem(sys.modules, "torch", torch)
+    assert not assignment.cuda_may_be_initialised()
+    initialised[0] = True
+    assert assignment.cuda_may_be_initialised()
