@@ -105,6 +105,11 @@ class Skipped(Exception):
     """A step or stage that does not start: the reason is recorded."""
 
 
+class Unusable(Exception):
+    """The GPU cannot run the package's kernels: the reason is recorded, without a traceback,
+    and every later stage is skipped."""
+
+
 # ------------------------------------------------------------------------------ the record
 class Record:
     """The check's JSON record, rewritten atomically after every measurement and stage."""
@@ -175,6 +180,7 @@ def _write_atomically(path: Path, text: str) -> None:
     try:
         with os.fdopen(handle, "w") as file:
             file.write(text)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would outlive the rename
         os.replace(temporary, path)
     except BaseException:  # the budget's signal, say: no half-written file left behind
         Path(temporary).unlink(missing_ok=True)
@@ -213,6 +219,9 @@ class Check:
                 self.stopped = f"the budget ran out during {name}"
             except Skipped as reason:
                 entry.update(status="skipped", note=str(reason))
+            except Unusable as reason:
+                entry.update(status="failed", error=str(reason))
+                print(f"FAILED: {name}: {reason}", flush=True)
             except Exception:
                 entry.update(status="failed", error=traceback.format_exc())
                 print(f"FAILED: {name}\n{entry['error']}", flush=True)
@@ -439,7 +448,7 @@ def preflight(check: Check) -> None:
         print(f"probe {key}: {value}", flush=True)
     if not found.get("usable"):
         check.stopped = f"the GPU is not usable: {found.get('reason') or found.get('error')}"
-        raise RuntimeError(check.stopped)
+        raise Unusable(check.stopped)
     fact(record, "device", device_properties)
 
 

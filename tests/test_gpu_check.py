@@ -199,6 +199,7 @@ def test_an_unusable_gpu_stops_the_check_after_the_preflight_with_the_reason(run
     assert record["preflight"]["cuda_home"]["replaced_by"] == str(toolkit)  # CUDA_HOME fixed
     by_name = stages(record)
     assert by_name["preflight"]["status"] == "failed"
+    assert by_name["preflight"]["error"] == f"the GPU is not usable: {reason}"  # no traceback
     later = [stage for stage in record["stages"] if stage["name"] != "preflight"]
     assert later and all(s["status"] == "skipped" and "libNVVM" in s["note"] for s in later)
     assert record["measurements"] == []
