@@ -4,11 +4,20 @@ cuDF frames in and out (``frames.py``); the compiled kernels both backends run
 (``cpu_kernels.py``, numba) and their CUDA kernels (``cuda_kernels.py``, numba-cuda, imported
 only for the GPU)."""
 
-from .choice import BACKEND_ENV_VAR, CPU, Backend, numba_available, numba_kernels, resolve_backend
+from .choice import (
+    BACKEND_ENV_VAR,
+    CPU,
+    Backend,
+    GpuStatus,
+    gpu_status,
+    numba_available,
+    numba_kernels,
+    resolve_backend,
+)
 from .frames import is_cudf, like_input, snapshot, to_pandas
 from .memory import ensure_fits
 
 __all__ = [
-    "BACKEND_ENV_VAR", "CPU", "Backend", "ensure_fits", "is_cudf", "like_input",
-    "numba_available", "numba_kernels", "resolve_backend", "snapshot", "to_pandas",
+    "BACKEND_ENV_VAR", "CPU", "Backend", "GpuStatus", "ensure_fits", "gpu_status", "is_cudf",
+    "like_input", "numba_available", "numba_kernels", "resolve_backend", "snapshot", "to_pandas",
 ]  # fmt: skip

@@ -3,12 +3,21 @@
 The backend is resolved once per entry point (``resolve_backend``) and the resulting
 ``Backend`` is passed down; numeric code is written against ``backend.xp`` and never tests
 which library it runs on.
+
+The GPU is usable when cupy imports and sees a device, numba-cuda imports, and a one-line
+kernel compiles (numba-cuda finds libNVVM: a pip wheel, conda, the loader path or
+``CUDA_HOME``) and runs on the device: a driver alone is not enough, since every tree search
+is a numba-cuda kernel. The probe runs once a process; ``gpu_status()`` says what it found.
 """
 
 from __future__ import annotations
 
 import functools
+import glob
+import logging
 import os
+import time
+import warnings
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -65,31 +74,304 @@ class Backend:
 CPU = Backend("cpu", np)
 
 
+# The probe's kernel: one thread, one line. 20.5 in, 42.0 out: a kernel that compiled (NVVM
+# found), was linked and loaded, and ran on the device.
+PROBE_SIGNATURE = "void(float64[::1])"
+PROBE_INPUT, PROBE_OUTPUT = 20.5, 42.0
+
+
+def _probe_kernel(out):
+    out[0] = out[0] * 2.0 + 1.0
+
+
+@dataclass(frozen=True)
+class GpuStatus:
+    """What the GPU probe found: ``usable`` (``backend="auto"`` takes the GPU), else
+    ``reason`` (why not, and the fix); ``details``: what it saw (stage reached, versions, the
+    NVVM library and its version, the probe's seconds)."""
+
+    usable: bool
+    reason: str
+    details: dict
+
+
+class _Probed(tuple):
+    """``_probe_gpu``'s answer, (cupy or None, reason), with what the probe saw."""
+
+    details: dict[str, Any]
+
+
+# The stages a probe can stop at; from "numba-cuda" on, a CUDA device is visible.
+PROBE_STAGES = ("cupy", "device", "numba-cuda", "compile", "launch", "ok")
+_DEVICE_SEEN = frozenset(PROBE_STAGES[2:])
+_fallbacks_said: set[str] = set()
+logger = logging.getLogger("gpu_avatar")
+
+
+def gpu_status() -> GpuStatus:
+    """Whether the GPU backend can run here and, when not, why and how to fix it (the probe
+    runs once a process; see ``resolve_backend``)."""
+    probed = _probe_gpu()
+    cupy, reason = probed
+    return GpuStatus(cupy is not None, reason, dict(getattr(probed, "details", {})))
+
+
 @functools.lru_cache(maxsize=1)
 def _probe_gpu() -> tuple[ModuleType | None, str]:
-    """Import cupy, count devices and import numba-cuda (the tree kernels) once; returns
-    (the cupy module or None, the reason when None)."""
+    """Import cupy, count devices, import numba-cuda, then compile a one-line kernel and run it
+    on the device, once a process; returns (the cupy module or None, the reason when None),
+    with ``details``: what it saw."""
+    details: dict[str, Any] = {}
+    start = time.perf_counter()
+    try:
+        probed = _Probed(_probe(details))
+    finally:
+        details["seconds"] = round(time.perf_counter() - start, 3)
+    probed.details = details
+    return probed
+
+
+def _probe(details: dict[str, Any]) -> tuple[ModuleType | None, str]:
+    details["stage"] = "cupy"
     try:
         import cupy
     except Exception as exc:  # ImportError, or a broken CUDA installation
-        return None, f"cupy could not be imported ({exc}); install gpu_avatar[gpu]"
+        return None, f"cupy could not be imported ({_first_line(exc)}); {_INSTALL}"
+    details["cupy"] = getattr(cupy, "__version__", "?")
+    details["stage"] = "device"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # no driver, no device
-        return None, f"no usable CUDA device ({exc})"
+        return None, f"no usable CUDA device ({_first_line(exc)})"
     if count < 1:
         return None, "no CUDA device is visible"
-    install = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
+    runtime = cupy.cuda.runtime
+    for key, read in (("cuda_driver", "driverGetVersion"), ("cuda_runtime", "runtimeGetVersion")):
+        try:
+            details[key] = int(getattr(runtime, read)())
+        except Exception:  # an older CuPy or a stand-in without it
+            pass
+    details["stage"] = "numba-cuda"
     try:
         from numba import cuda
     except Exception as exc:
         return None, (
-            f"numba-cuda, which runs the GPU tree searches, could not be imported ({exc}); "
-            f"{install}"
+            f"numba-cuda, which runs the GPU tree searches, could not be imported "
+            f"({_first_line(exc)}); {_INSTALL}"
         )
     if not cuda.is_available():  # e.g. numba-cuda built for another CUDA than the driver's
-        return None, f"numba-cuda sees no usable CUDA device (cupy does); {install}"
+        return None, f"numba-cuda sees no usable CUDA device (cupy does); {_INSTALL}"
+    details["simulator"] = _simulated()
+    details["stage"] = "compile"
+    cc = _compute_capability(cupy)
+    details["compute_capability"] = ".".join(map(str, cc)) if cc else "unknown"
+    try:  # NVVM alone: PTX for the device's compute capability (the simulator has no PTX)
+        if not details["simulator"]:
+            probe_ptx(cc)
+    except Exception as exc:
+        return None, _compile_failure(exc, details)
+    details.update(nvvm_details())
+    details["stage"] = "launch"
+    try:  # the driver: compiled for the current device, linked, loaded and run
+        value = _launch_probe_kernel(cuda)
+    except Exception as exc:
+        return None, _launch_failure(exc, details)
+    if value != PROBE_OUTPUT:
+        return None, (
+            f"a one-line CUDA kernel ran but wrote {value!r} instead of {PROBE_OUTPUT!r}: "
+            "the device or its driver is not working; check nvidia-smi"
+        )
+    details["stage"] = "ok"
     return cupy, ""
+
+
+def _compute_capability(cupy: ModuleType) -> tuple[int, int] | None:
+    """The current device's compute capability from cupy ("90" -> (9, 0)), None if unknown."""
+    try:
+        text = str(cupy.cuda.Device().compute_capability)
+        return int(text[:-1]), int(text[-1])
+    except Exception:  # a stand-in without it
+        return None
+
+
+def _launch_probe_kernel(cuda: ModuleType) -> float:
+    """Compile the probe for the current device, run it on one thread and read its output."""
+    with warnings.catch_warnings():  # numba-cuda warns of a grid of one block
+        warnings.simplefilter("ignore")
+        kernel = cuda.jit(PROBE_SIGNATURE)(_probe_kernel)
+        out = cuda.to_device(np.array([PROBE_INPUT]))
+        kernel[1, 1](out)
+        cuda.synchronize()
+        return float(out.copy_to_host()[0])
+
+
+def probe_ptx(cc: tuple[int, int] | None = (9, 0)) -> str:
+    """The probe kernel compiled to PTX for compute capability ``cc`` (None: numba-cuda's
+    default) with no device needed, only numba-cuda and libNVVM; raises what numba-cuda raises
+    when it cannot (``missing_cuda_library`` names what was missing)."""
+    from numba import cuda
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ptx, _ = cuda.compile_ptx(_probe_kernel, PROBE_SIGNATURE, **({"cc": cc} if cc else {}))
+    return ptx
+
+
+def nvvm_details() -> dict[str, Any]:
+    """The libNVVM numba-cuda uses: its version and where it was found (a pip wheel's
+    ``site-packages``, conda, the system's loader path or ``CUDA_HOME``); an entry that cannot
+    be read says why."""
+    found: dict[str, Any] = {}
+    if _simulated():
+        return found
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        library = nvvm.NVVM()
+        found["nvvm_version"] = ".".join(map(str, library.get_version()))
+        found["nvvm_ir_version"] = ".".join(map(str, library.get_ir_version()))
+    except Exception as exc:
+        found["nvvm_version"] = f"unknown ({_first_line(exc)})"
+    try:
+        from numba.cuda.cuda_paths import get_cuda_paths
+
+        by, path = get_cuda_paths()["nvvm"]
+        found["nvvm_found_via"], found["nvvm_path"] = by, path
+    except Exception as exc:
+        found["nvvm_path"] = f"unknown ({_first_line(exc)})"
+    return found
+
+
+def cuda_toolkits_with_nvvm() -> list[str]:
+    """CUDA toolkit folders on this machine that hold ``nvvm/`` (where numba-cuda finds libNVVM
+    when ``CUDA_HOME`` names one): ``CUDA_HOME``, ``CUDA_PATH``, ``/usr/local/cuda``,
+    ``/usr/local/cuda-*`` (newest first), ``/opt/cuda``."""
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
+                  *sorted(glob.glob("/usr/local/cuda-*"), reverse=True), "/opt/cuda"]  # fmt: skip
+    found: list[str] = []
+    for folder in candidates:
+        if folder and folder not in found and os.path.isdir(os.path.join(folder, "nvvm")):
+            found.append(folder)
+    return found
+
+
+_INSTALL = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
+# The pip wheels that carry libNVVM, by CUDA major version, and the extra that brings each.
+_NVVM_WHEELS = {13: ("gpu-cuda13", "nvidia-nvvm"), 12: ("gpu", "nvidia-cuda-nvcc-cu12")}
+
+
+def nvvm_fix(cuda_major: int | None = None) -> str:
+    """How to give numba-cuda libNVVM (and what else the same wheels carry): ``CUDA_HOME`` (a
+    toolkit found here first), or the pip wheel for this CUDA (``cuda_major``, else both)."""
+    home = os.environ.get("CUDA_HOME")
+    toolkits = cuda_toolkits_with_nvvm()
+    if home and home not in toolkits:
+        where = f"CUDA_HOME={home} has no nvvm/ folder: set it to a CUDA toolkit's root"
+        if toolkits:
+            where += f" (export CUDA_HOME={toolkits[0]})"
+    elif home:
+        where = f"CUDA_HOME={home} holds nvvm/ but its libNVVM did not load: check that toolkit"
+    elif toolkits:
+        where = f"export CUDA_HOME={toolkits[0]} (a CUDA toolkit with nvvm/ is there)"
+    else:
+        where = "set CUDA_HOME to a CUDA toolkit's root (the folder that holds nvvm/)"
+    majors = [cuda_major] if cuda_major in _NVVM_WHEELS else sorted(_NVVM_WHEELS, reverse=True)
+    wheels = " or ".join(
+        f"pip install 'gpu_avatar[{_NVVM_WHEELS[m][0]}]' (brings {_NVVM_WHEELS[m][1]}, "
+        f"CUDA {m})" for m in majors
+    )
+    return f"Fix: {where}; or install the wheel that carries libNVVM: {wheels}"
+
+
+def _cuda_major(details: dict[str, Any]) -> int | None:
+    version = details.get("cuda_runtime") or details.get("cuda_driver")
+    return int(version) // 1000 if version else None
+
+
+# The CUDA libraries numba-cuda loads to compile and link, by the name its errors use.
+_CUDA_LIBRARIES = (("nvvm", "libNVVM (its compiler)"), ("libdevice", "libdevice"),
+                   ("nvrtc", "NVRTC"), ("nvjitlink", "nvJitLink (its linker)"),
+                   ("cudart", "the CUDA runtime"))  # fmt: skip
+_NOT_FOUND = ("not found", "cannot be found", "failure finding", "no such file", "not available")
+
+
+def missing_cuda_library(exc: BaseException | None) -> str | None:
+    """The CUDA library whose absence made numba-cuda fail, or None: ``NvvmSupportError``
+    (numba-cuda before 0.2x, or cuda.bindings without NVVM), cuda-pathfinder's
+    ``DynamicLibNotFoundError`` (numba-cuda 0.2x-0.30: 'Failure finding "libnvvm.so.4 or
+    libnvvm.so"'), or an ``OSError`` naming the library, anywhere in the exception chain."""
+    for _ in range(8):
+        if exc is None:
+            return None
+        if type(exc).__name__ == "NvvmSupportError":
+            return _CUDA_LIBRARIES[0][1]
+        text = str(exc).lower()
+        if any(words in text for words in _NOT_FOUND):
+            for name, said in _CUDA_LIBRARIES:
+                if name in text:
+                    return said
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _compile_failure(exc: BaseException, details: dict[str, Any]) -> str:
+    details["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+    fix = nvvm_fix(_cuda_major(details))
+    library = missing_cuda_library(exc)
+    if library:
+        details["missing_library"] = library
+        return (
+            f"numba-cuda cannot compile the GPU kernels: it found no {library} "
+            f"({details['error']}). {fix}"
+        )
+    return (
+        f"numba-cuda could not compile and load a one-line kernel ({details['error']}): check "
+        "the driver (nvidia-smi) and that numba-cuda's CUDA matches it; "
+        f"{_INSTALL}, or set CUDA_HOME to a CUDA toolkit"
+    )
+
+
+def _launch_failure(exc: BaseException, details: dict[str, Any]) -> str:
+    if missing_cuda_library(exc):
+        return _compile_failure(exc, details)
+    details["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+    driver = details.get("cuda_driver")
+    driver_text = f"the driver runs CUDA {driver // 1000}.{driver % 1000 // 10}" if driver else (
+        "the driver's CUDA version is unknown")
+    return (
+        f"a one-line kernel compiled (libNVVM {details.get('nvvm_version', '?')}) but did not "
+        f"run on the device ({details['error']}); {driver_text}. Fix: check the driver "
+        "(nvidia-smi); install the extra that matches the driver's CUDA (gpu_avatar[gpu] for "
+        "CUDA 12, gpu_avatar[gpu-cuda13] for CUDA 13), or update the driver"
+    )
+
+
+def _first_line(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _simulated() -> bool:
+    """Whether numba-cuda runs in its simulator (``NUMBA_ENABLE_CUDASIM=1``: the tests)."""
+    try:
+        from numba import config
+    except ImportError:
+        return False
+    return bool(getattr(config, "ENABLE_CUDASIM", False))
+
+
+def _say_fallback(reason: str, stage: str | None) -> None:
+    """Say once a process why ``backend="auto"`` runs on the CPU: a warning when a CUDA
+    device is there but cannot run the kernels (the user expects the GPU), else a log line."""
+    if reason in _fallbacks_said:
+        return
+    _fallbacks_said.add(reason)
+    message = f"backend='auto' runs on the CPU: {reason}"
+    if stage in _DEVICE_SEEN:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    else:
+        logger.info(message)
 
 
 @functools.lru_cache(maxsize=1)
@@ -120,8 +402,12 @@ def numba_kernels(backend: Backend) -> ModuleType:
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
     """Turn ``"auto" | "cpu" | "gpu"`` (or the GPU_AVATAR_BACKEND variable) into a Backend.
 
-    ``"auto"`` takes the GPU when cupy imports and sees a device, else the CPU; ``"gpu"``
-    without a usable device raises ``BackendUnavailableError`` saying why.
+    ``"auto"`` takes the GPU when cupy imports, sees a device, and numba-cuda compiles a
+    one-line kernel and runs it there (the probe, once a process: about a second, the
+    compiler's start-up, paid only where cupy sees a device); else the CPU, and says why once
+    (a ``RuntimeWarning`` when a device is there, else a log line; ``gpu_status()`` returns
+    it). ``"gpu"`` without a usable GPU raises ``BackendUnavailableError`` with that reason
+    and its fix.
     """
     if isinstance(backend, Backend):
         return backend
@@ -135,12 +421,14 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
         )
     if choice == "cpu":
         return CPU
-    cupy, reason = _probe_gpu()
+    probed = _probe_gpu()
+    cupy, reason = probed
     if cupy is None:
         if choice == "gpu":
             raise BackendUnavailableError(
                 f"backend='gpu' was requested but {reason}. Use backend='cpu' or 'auto' "
                 "to run on the CPU."
             )
+        _say_fallback(reason, getattr(probed, "details", {}).get("stage"))
         return CPU
     return Backend("gpu", cupy)
