@@ -18,8 +18,12 @@ Each column is coded once, originals and avatars together (N = n + m values):
   host, each table alone, and the avatars' distinct values looked up among the originals'
   (small arrays; a category column is not read value by value).
 
-A row's codes are packed into 64-bit words (mixed radix: exact while the product of the
-columns' code counts stays below 2^63) and the rows grouped by ``group`` on those words.
+Rows (``_Rows``): the columns' codes are packed into a 64-bit word (mixed radix: exact while
+the product of the columns' code counts stays below 2^63) until a column needs ``group``;
+from then on each row's code is the index of a row alike, and a further column only splits
+the rows that still share their code (the columns of floats come first: after one of them,
+few rows are alike).
+
 ``group`` is a hash table built with array operations: every unresolved row writes its index
 into the slot its words hash to, reads back the slot's winner, and takes it as its code when
 the winner's words equal its own; the others try again with another hash. Equal words always
@@ -214,7 +218,8 @@ class _Rows:
     columns' codes are packed into one word (mixed radix: exact while the product of their
     sizes stays below 2^63); then the rows are grouped (``group``: each code the index of a
     row alike), and each further column only splits the rows that share their code with
-    another row, a few once a column of distinct numbers has been added."""
+    another row, a few once a column of distinct numbers has been added (when a grouped
+    column leaves fewer rows alike than the codes so far, the two swap roles)."""
 
     def __init__(self, total: int, backend: Backend) -> None:
         self.total, self.backend = total, backend
@@ -253,6 +258,13 @@ class _Rows:
 
     def _split(self, column: Codes) -> None:
         xp, alike = self.backend.xp, self.alike
+        if column.rows and alike.shape[0] > self.total // 8:  # the column may split fewer
+            theirs = xp.flatnonzero(
+                xp.bincount(column.codes, minlength=self.total).take(column.codes) > 1
+            )
+            if theirs.shape[0] < alike.shape[0]:  # the same rows alike on both, either way
+                column, self.indexed = Codes(self.indexed, self.total), column.codes.copy()
+                self.alike = alike = theirs
         if not alike.shape[0]:
             return
         own, theirs = self.indexed.take(alike), column.codes.take(alike)

@@ -289,3 +289,19 @@ def test_avatars_missing_everywhere_in_a_column(cupy13):
         got = matches.direct_matches(original, avatars, backend)
         assert got == reference(original, avatars) == hashed(original, avatars)
         assert got.column_protection["x"] == 100.0 and got.exact_copies == {1: 1}
+
+
+def test_a_column_of_few_values_first():
+    """The first float column leaves every row alike; the next, of distinct values, takes
+    over as the codes to split (the rows' codes are the same either way)."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    original = pd.DataFrame({"few": rng.integers(0, 5, n) * 1.0, "many": rng.standard_normal(n),
+                             "g": rng.choice(["a", "b"], n)})  # fmt: skip
+    avatars = pd.DataFrame({"few": rng.integers(0, 5, n) * 1.0, "many": rng.standard_normal(n),
+                            "g": rng.choice(["a", "b"], n)})  # fmt: skip
+    avatars.iloc[::10] = original.iloc[::10].to_numpy()
+    original.iloc[1::10] = original.iloc[::10].to_numpy()  # rows held by two originals
+    got = matches.direct_matches(original, avatars, CPU)
+    assert got == reference(original, avatars)
+    assert got.exact_copies == {2: n // 10}
