@@ -55,16 +55,16 @@ def random_weights(
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
-    distances = divisors(distances, zero_distance)
+    check_choice("zero_distance", zero_distance, ZERO_DISTANCE_RULES)
     weights = np.empty((b, k))
     halves = np.exp2(-np.arange(k + 1.0))  # 2^-rank, exact powers of two
 
-    def block(start: int) -> None:
+    def block(start: int) -> None:  # divisors row by row: a block's own, cache-sized
         stop = min(start + RANDOM_BLOCK, b)
         rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
         ranks = random_ranks(rng.random((stop - start, k - 1)), compiled)
-        raw = exponential * halves[ranks] / distances[start:stop]
+        raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
 
     _each_block(block, range(0, b, RANDOM_BLOCK))
