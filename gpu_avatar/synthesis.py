@@ -16,10 +16,14 @@ of largest weight (``"argmax"``).
 
 Random numbers are drawn on the host, block by block of ``RANDOM_BLOCK`` rows from a child of
 the run's ``SeedSequence``, so the result depends only on the seed (not on chunk sizes nor on
-the backend).
+the backend, nor on the order in which ``random_weights`` runs its blocks: on all cores).
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -51,17 +55,42 @@ def random_weights(
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
-    distances = divisors(distances, zero_distance)
+    check_choice("zero_distance", zero_distance, ZERO_DISTANCE_RULES)
     weights = np.empty((b, k))
     halves = np.exp2(-np.arange(k + 1.0))  # 2^-rank, exact powers of two
-    for start in range(0, b, RANDOM_BLOCK):
+
+    def block(start: int) -> None:  # divisors row by row: a block's own, cache-sized
         stop = min(start + RANDOM_BLOCK, b)
         rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
         ranks = random_ranks(rng.random((stop - start, k - 1)), compiled)
-        raw = exponential * halves[ranks] / distances[start:stop]
+        raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
+
+    _each_block(block, range(0, b, RANDOM_BLOCK))
     return weights
+
+
+def _each_block(task: Callable[[int], None], starts: range) -> None:
+    """``task(start)`` for every block, on as many threads as there are cores. A block's
+    numbers come from its own generator and land in its own rows, so the order the blocks
+    run in changes no bit; numpy's generators and array operations release the GIL while
+    they fill a block."""
+    workers = min(len(starts), _cores())
+    if workers < 2:
+        for start in starts:
+            task(start)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        for done in [pool.submit(task, start) for start in starts]:
+            done.result()  # a block's error raised here
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def divisors(distances: np.ndarray, zero_distance: str) -> np.ndarray:

@@ -189,6 +189,7 @@ class ndarray(ArgHint):  # noqa: N801 - CuPy's name
     __or__ = lambda self, o: self._binary(o, np.bitwise_or)  # noqa: E731
     __ror__ = __or__
     __xor__ = lambda self, o: self._binary(o, np.bitwise_xor)  # noqa: E731
+    __rshift__ = lambda self, o: self._binary(o, np.right_shift)  # noqa: E731
     __lt__ = lambda self, o: self._binary(o, np.less)  # noqa: E731
     __le__ = lambda self, o: self._binary(o, np.less_equal)  # noqa: E731
     __gt__ = lambda self, o: self._binary(o, np.greater)  # noqa: E731
@@ -409,6 +410,7 @@ def make_cupy(version: str = "14.2.0") -> types.ModuleType:
     for name in ("float64", "float32", "int64", "int32", "intp", "bool_", "uint8", "inf", "nan",
                  "newaxis", "pi", "dtype", "broadcast_shapes"):  # fmt: skip
         setattr(cp, name, getattr(np, name))
+    cp.uint64 = np.uint64
 
     def asarray(obj, dtype=None, order=None):
         if isinstance(obj, ndarray):

@@ -42,6 +42,11 @@ metrics.md; the last five are this project's, in the reference product's spirit)
   for ``row_direct_match_protection``; ``exact_copies_shared`` counts them by how many originals
   hold the copied row (``{1: 3, 2: 16}``: 3 avatars copy a row held by one original, 16 a row
   held by two). A copy of a row many originals share tells less about each of them.
+
+"Identical" and "equal" in the direct-match metrics, the categorical hidden rate and the
+correlation protection's unique combinations: equal as values, exactly (0.1 + 0.2 is not 0.3,
+-0.0 is 0.0, text in any dtype, a missing value equals a missing value), computed on integer
+codes in the backend's arrays (``matches.py``).
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from ..errors import AvatarError
 from ..neighbours.search import nearest_neighbours, nearest_reference_distances
 from ..parameters import METRIC_NCP, MetricOptions, check_types, metric_options
 from ..projection.projection import Projection, projection_kind
+from . import matches
 from .catalogue import PRIVACY_TARGETS, metrics_frame
 from .checks import check_row_alignment, check_same_table, check_variables
 from .reductions import DistanceRanks, distance_ranks
@@ -171,46 +177,6 @@ def metric_coordinates(
     return coordinates, projected, encoder
 
 
-def _row_keys(df: pd.DataFrame) -> np.ndarray:
-    return pd.util.hash_pandas_object(df, index=False).to_numpy()
-
-
-def _row_direct_match_protection(original: pd.DataFrame, avatars: pd.DataFrame) -> float:
-    return 100.0 * (1.0 - np.isin(_row_keys(original), _row_keys(avatars)).mean())
-
-
-def _exact_copies(original: pd.DataFrame, avatars: pd.DataFrame) -> dict[int, int]:
-    """Avatars identical to an original row, by how many originals hold that row."""
-    held = pd.Series(_row_keys(original)).value_counts()
-    shared = held.reindex(_row_keys(avatars), fill_value=0).to_numpy()
-    counts = np.bincount(shared)
-    return {int(s): int(counts[s]) for s in np.flatnonzero(counts) if s > 0}
-
-
-def _column_direct_match(original: pd.DataFrame, avatars: pd.DataFrame) -> dict[str, float]:
-    out = {}
-    for column in original.columns:
-        values = original[column]
-        if values.dtype == np.float16:  # pandas' hash tables have no float16
-            values = values.astype(np.float32)
-        counts = values.value_counts(dropna=False)
-        unique_values = counts.index[counts.to_numpy() == 1]
-        exposed = values.isin(unique_values) & values.isin(avatars[column].dropna().unique())
-        out[str(column)] = 100.0 * (1.0 - exposed.to_numpy().mean())
-    return out
-
-
-def _categorical_hidden_rate(
-    original: pd.DataFrame, avatars: pd.DataFrame, variables: list[Any]
-) -> float:
-    original_keys = _row_keys(original[variables])
-    avatar_keys = _row_keys(avatars[variables])
-    matches_per_key = pd.Series(avatar_keys).value_counts()
-    n_matching = matches_per_key.reindex(original_keys, fill_value=0).to_numpy()
-    at_risk = (original_keys == avatar_keys) & (n_matching == 1)
-    return 100.0 * (1.0 - at_risk.mean())
-
-
 def _matching_space(
     original: pd.DataFrame, avatars: pd.DataFrame, variables: list[Any], encoder: TableEncoder
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -243,19 +209,17 @@ def _correlation_protection_rate(
     variables: list[Any],
     encoder: TableEncoder,
     hidden_rate: float,
+    backend: Backend,
 ) -> float:
     from scipy.spatial import cKDTree
 
     n = len(original)
-    keys = _row_keys(original[variables])
-    unique_rows = np.flatnonzero(
-        pd.Series(keys).map(pd.Series(keys).value_counts()).to_numpy() == 1
-    )
+    unique_rows = np.flatnonzero(matches.unique_rows(original, variables, backend))
     points_o, points_a = _matching_space(original, avatars, variables, encoder)
-    matches = cKDTree(points_a).query_ball_point(
+    found = cKDTree(points_a).query_ball_point(
         points_o[unique_rows], r=1.0, p=np.inf, return_length=True, workers=-1
     )
-    n2 = int((np.asarray(matches) == 1).sum())
+    n2 = int((np.asarray(found) == 1).sum())
     return 100.0 * (1.0 - round(n2 * (1.0 - hidden_rate / 100.0)) / n)
 
 
@@ -384,8 +348,7 @@ def privacy_metrics(
         closer_to_training = 100.0 * float((ranks.closest < to_holdout).mean())
 
     variables = encoder.columns_
-    per_variable = _column_direct_match(original[variables], avatars[variables])
-    copies = _exact_copies(original[variables], avatars[variables])
+    direct = matches.direct_matches(original[variables], avatars[variables], backend)
     inference = {"continuous": None, CATEGORICAL: None}
     baseline = None
     if known is not None and targets is not None:
@@ -399,25 +362,25 @@ def privacy_metrics(
         distance_to_closest=float(np.median(ranks.closest)),
         closest_distances_ratio=float(np.median(ratio)),
         closest_rate=100.0 * (1.0 - float(at_risk.mean())),
-        row_direct_match_protection=_row_direct_match_protection(
-            original[variables], avatars[variables]
-        ),
-        exact_copies=sum(copies.values()),
-        column_direct_match_protection=min(per_variable.values()),
+        row_direct_match_protection=direct.row_protection,
+        exact_copies=sum(direct.exact_copies.values()),
+        column_direct_match_protection=min(direct.column_protection.values()),
         categorical_hidden_rate=None
         if chr_variables is None
-        else _categorical_hidden_rate(original, avatars, chr_variables),
+        else matches.categorical_hidden_rate(original, avatars, chr_variables, backend),
         correlation_protection_rate=None
         if known is None
-        else _correlation_protection_rate(original, avatars, known, encoder, hidden_rate),
+        else _correlation_protection_rate(
+            original, avatars, known, encoder, hidden_rate, backend
+        ),
         inference_continuous=inference["continuous"],
         inference_categorical=inference[CATEGORICAL],
         local_cloaking_per_individual=ranks.local_cloaking,
         hidden_per_individual=ranks.hidden,
         distance_to_closest_per_avatar=ranks.closest,
         closest_distances_ratio_per_avatar=ratio,
-        column_direct_match_protection_per_variable=per_variable,
-        exact_copies_shared=copies,
+        column_direct_match_protection_per_variable=direct.column_protection,
+        exact_copies_shared=direct.exact_copies,
         inference_baseline=baseline,
         distance_to_closest_baseline=float(np.median(nearest_other)),
         closest_distances_ratio_baseline=float(
