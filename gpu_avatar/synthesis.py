@@ -47,7 +47,7 @@ def random_weights(
 ) -> np.ndarray:
     """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k);
     ``zero_distance`` as in the module docstring; ``compiled``: shuffle the ranks with
-    ``cpu_kernels.py`` (the same ranks)."""
+    ``synthesis_kernels.py`` (the same ranks)."""
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
@@ -79,8 +79,8 @@ def random_ranks(uniforms: np.ndarray, compiled: bool = False) -> np.ndarray:
     from the last down, swaps with position floor(u_i (i + 1))). ``compiled`` gives the same
     integers 10x faster than the array loop and numpy's per-row ``permuted``."""
     if compiled:
-        from .backend import cpu_kernels
-        return cpu_kernels.random_ranks(uniforms)
+        from .synthesis_kernels import random_ranks as compiled_ranks
+        return compiled_ranks(uniforms)
     b, k = uniforms.shape[0], uniforms.shape[1] + 1
     ranks = np.tile(np.arange(1, k + 1)[:, None], (1, b))  # position-major: rows contiguous
     flat, columns = ranks.reshape(-1), np.arange(b)
@@ -140,8 +140,8 @@ def synthesize(
         uniforms = None
         if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
-        if fused:  # one compiled pass over the block (cpu_kernels.py), same values
-            from .backend.cpu_kernels import synthesize_block
+        if fused:  # one compiled pass over the block (synthesis_kernels.py), same values
+            from .synthesis_kernels import synthesize_block
 
             out_continuous[start:stop], out_codes[start:stop] = synthesize_block(
                 continuous,

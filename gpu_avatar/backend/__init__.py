@@ -1,8 +1,6 @@
 """The compute backend: numpy on the CPU or cupy on an NVIDIA GPU, chosen once per entry point
 and passed down with what it can run (``choice.py``); the device-memory check (``memory.py``);
-cuDF frames in and out (``frames.py``); the compiled kernels both backends run
-(``cpu_kernels.py``, numba) and their CUDA kernels (``cuda_kernels.py``, numba-cuda, imported
-only for the GPU)."""
+cuDF frames in and out (``frames.py``). The compiled kernels live in ``gpu_avatar.kernels``."""
 
 from .choice import BACKEND_ENV_VAR, CPU, Backend, numba_available, numba_kernels, resolve_backend
 from .frames import is_cudf, like_input, snapshot, to_pandas

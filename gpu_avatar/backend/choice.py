@@ -38,8 +38,8 @@ class Backend:
 
     @property
     def compiled(self) -> bool:
-        """Whether this backend runs the compiled kernels of ``cpu_kernels.py``: the CPU with
-        numba installed (else the same steps run as array code)."""
+        """Whether this backend runs the compiled CPU kernels (``gpu_avatar.kernels``): the CPU
+        with numba installed (else the same steps run as array code)."""
         return not self.is_gpu and numba_available()
 
     def asarray(self, array: Any, dtype: Any = None) -> Any:
@@ -95,7 +95,7 @@ def _probe_gpu() -> tuple[ModuleType | None, str]:
 @functools.lru_cache(maxsize=1)
 def numba_available() -> bool:
     """Whether numba imports (a dependency; a platform without its wheels falls back): the CPU
-    then runs the compiled kernels of ``cpu_kernels.py``, else the same steps as array
+    then runs the compiled kernels (``gpu_avatar.kernels``), else the same steps as array
     code."""
     try:
         import numba  # noqa: F401
@@ -105,7 +105,7 @@ def numba_available() -> bool:
 
 
 def numba_kernels(backend: Backend) -> ModuleType:
-    """``cpu_kernels`` for an explicit ``engine='numba'``, or an error saying what to change."""
+    """The CPU kernels for an explicit ``engine='numba'``, or an error saying what to change."""
     if backend.is_gpu:
         raise AvatarError("engine='numba' runs on the CPU: use backend='cpu' or engine='auto'")
     if not numba_available():
@@ -113,8 +113,8 @@ def numba_kernels(backend: Backend) -> ModuleType:
             "engine='numba' needs numba, which gpu_avatar depends on but cannot import here: "
             "pip install numba, or use engine='auto'"
         )
-    from . import cpu_kernels
-    return cpu_kernels
+    from ..kernels import cpu
+    return cpu
 
 
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:

@@ -19,8 +19,8 @@ subtracting one from a count.
 Engines: ``"brute"`` (tiles of X against tiles of Y, memory bounded by the tile, written
 against ``xp`` so cupy runs it unchanged), ``"numba"`` (CPU, when numba is installed: a
 compiled k-d tree walk shared by each block of neighbouring rows, that compares with the
-shared arithmetic itself, ``cpu_kernels.py``) and ``"kdtree"``: on the GPU the same per-node
-rules walked on the device, one thread per row (``cuda_kernels.py``); on the CPU scipy's
+shared arithmetic itself, ``kernels/ranks.py``) and ``"kdtree"``: on the GPU the same per-node
+rules walked on the device, one thread per row (``kernels/cuda.py``); on the CPU scipy's
 cKDTree counts within a per-row radius taken at ``d_own * (1 -/+ 1e-9)``, a row with anything
 besides its own avatar inside that band being re-checked exactly from the ball's members. All
 give identical results.
@@ -78,9 +78,9 @@ def distance_ranks(
     if engine == "numba":
         return _numba(x, y, backend)
     if engine == "kdtree" and backend.is_gpu:
-        from ..backend import cuda_kernels
+        from ..kernels import cuda
         own = rowwise_squared(x, y, backend.xp)
-        return host_ranks(backend, own, *cuda_kernels.distance_ranks(backend, x, y, own))
+        return host_ranks(backend, own, *cuda.distance_ranks(backend, x, y, own))
     if engine == "kdtree":
         return _kdtree(x, y)
     own = rowwise_squared(x, y, backend.xp)
@@ -101,9 +101,8 @@ def auto_engine(backend: Backend, n: int) -> str:
 
 
 def _numba(x, y, backend: Backend) -> DistanceRanks:
-    cpu_kernels = numba_kernels(backend)
     own = rowwise_squared(x, y, np)
-    cloaking, hidden, first, second = cpu_kernels.distance_ranks(x, y, own)
+    cloaking, hidden, first, second = numba_kernels(backend).distance_ranks(x, y, own)
     return host_ranks(backend, own, cloaking, hidden, first, second)
 
 

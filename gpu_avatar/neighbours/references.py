@@ -1,9 +1,9 @@
 """Exact k nearest REFERENCE rows of query rows by the mixed-type distance of the attacks.
 
 What the attacks need (``metrics/attacks/``): each attacked individual's closest synthetic
-rows. The distance (``cpu_kernels.mixed_distance``): numbers divided by their range, ``|x - y|``;
+rows. The distance (``kernels/mixed.py``): numbers divided by their range, ``|x - y|``;
 categories 0 when equal, 1 otherwise; 0 for two missing values, 1 for one. One scan, written
-once (``cpu_kernels.nearest_mixed_scan``), compiled for the CPU (numba, references in
+once (``kernels/mixed.py``), compiled for the CPU (numba, references in
 cache-sized blocks, queries in parallel) and for the GPU (numba-cuda, one thread per query):
 every reference is measured in index order, so neighbours are ordered by (distance, index),
 ties going to the lower index; a pair's sum stops once it exceeds the current k-th distance,
@@ -23,7 +23,7 @@ def most_references(backend: Backend) -> int:
     """The largest k the backend's scan keeps (the GPU's per-thread top-k has a fixed
     capacity; the CPU's none)."""
     if backend.is_gpu:
-        from ..backend.cuda_kernels import MAX_K
+        from ..kernels.cuda import MAX_K
 
         return MAX_K
     return np.iinfo(np.int64).max
@@ -45,12 +45,12 @@ def nearest_references(queries, references, categorical, k: int, backend: Backen
     if bool(xp.isinf(queries).any()) or bool(xp.isinf(references).any()):
         raise AvatarError("infinite values have no distance: replace them before the search")
     if backend.is_gpu:
-        from ..backend import cuda_kernels
+        from ..kernels import cuda
 
-        return cuda_kernels.nearest_mixed(backend, references, categorical, queries, k)
+        return cuda.nearest_mixed(backend, references, categorical, queries, k)
     if not numba_available():
         raise AvatarError("the attacks' neighbour scan is compiled by numba, which gpu_avatar "
                           "depends on but cannot import here: pip install numba")
-    from ..backend import cpu_kernels
+    from ..kernels.mixed import nearest_mixed
 
-    return cpu_kernels.nearest_mixed(references, categorical, queries, k)
+    return nearest_mixed(references, categorical, queries, k)

@@ -8,9 +8,9 @@ index: a fast index only proposes candidates, which are then verified exactly.
 Engines:
 - ``"brute"``: every pair, tile by tile with a running top-k (array code: numpy or cupy).
 - ``"numba"`` (CPU, when numba is installed; what ``"auto"`` picks there): the compiled k-d
-  tree walk of ``cpu_kernels.py``, exact by construction (same arithmetic, ties by index).
+  tree walk of ``kernels/knn.py``, exact by construction (same arithmetic, ties by index).
 - ``"kdtree"``: on the GPU (what ``"auto"`` picks above ``GPU_BRUTE_MAX_ROWS``) the flat k-d
-  tree walked on the device, one thread per point (``cuda_kernels.py``), exact by construction
+  tree walked on the device, one thread per point (``kernels/cuda.py``), exact by construction
   like the CPU walk; on the CPU scipy's cKDTree as a candidate index (below).
 - ``"faiss"``, ``"cuml"``: FAISS (flat L2 index, on the GPU when FAISS has GPU support) and
   cuML's brute-force search as candidate indexes, when importable and asked for.
@@ -67,13 +67,13 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
 
 
 def _device_tree_neighbours(points, k: int, backend: Backend, rows=None):
-    from ..backend import cuda_kernels
-    if k > cuda_kernels.MAX_K:
+    from ..kernels import cuda
+    if k > cuda.MAX_K:
         raise AvatarError(
-            f"the GPU k-d tree search keeps at most {cuda_kernels.MAX_K} neighbours, got "
+            f"the GPU k-d tree search keeps at most {cuda.MAX_K} neighbours, got "
             f"k = {k}: use engine='brute' (exact, slower) or backend='cpu'"
         )
-    return cuda_kernels.nearest_others(backend, points, k, rows)
+    return cuda.nearest_others(backend, points, k, rows)
 
 
 def _exact_rows(points, rows, k: int, backend: Backend, bound):
@@ -82,7 +82,7 @@ def _exact_rows(points, rows, k: int, backend: Backend, bound):
     if backend.is_gpu:
         return _device_tree_neighbours(points, k, backend, rows)
     if backend.compiled:
-        from ..backend.cpu_kernels import nearest_others_of
+        from ..kernels.knn import nearest_others_of
 
         return nearest_others_of(points, rows, k)
     return _nearest_by_ball(points, rows, k, bound)
@@ -93,7 +93,7 @@ def _auto_engine(backend: Backend, n: int, k: int) -> str:
     small tables (or more neighbours than the tree kernel keeps), the device tree above."""
     if not backend.is_gpu:
         return "numba" if backend.compiled else "kdtree"
-    from ..backend.cuda_kernels import MAX_K
+    from ..kernels.cuda import MAX_K
 
     return "brute" if n <= GPU_BRUTE_MAX_ROWS or k > MAX_K else "kdtree"
 
@@ -218,7 +218,7 @@ def _order_candidates(d2, block, own_rows, xp):
 def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
     if backend.compiled:  # the same, in one compiled pass
-        from ..backend.cpu_kernels import verify_candidates
+        from ..kernels.knn import verify_candidates
 
         return verify_candidates(points, candidates, far_squared, margin, k)
     xp = backend.xp

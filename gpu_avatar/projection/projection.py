@@ -186,7 +186,7 @@ class Projection:
         over the rows in order, so the compiled pass (numba) gives the same bits as the
         bincounts."""
         if CPU.compiled:
-            from ..backend.cpu_kernels import modality_statistics
+            from .modalities import modality_statistics
 
             return modality_statistics(x, codes, self.offsets_)
         total, n_continuous = int(self.offsets_[-1]), x.shape[1]

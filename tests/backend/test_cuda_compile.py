@@ -26,7 +26,7 @@ import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
 from cuda.bindings import nvjitlink
 from numba import cuda, types as nt
-from gpu_avatar.backend import cuda_kernels as ck
+from gpu_avatar.kernels import cuda as ck
 
 f2, f1 = nt.float64[:, ::1], nt.float64[::1]
 i2, i1, b1 = nt.int64[:, ::1], nt.int64[::1], nt.boolean[::1]

@@ -14,10 +14,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from gpu_avatar.backend import cpu_kernels
+from gpu_avatar.kernels import knn, ranks, tree
 from gpu_avatar.neighbours.distances import rowwise_squared
 
-cuda_kernels = pytest.importorskip("gpu_avatar.backend.cuda_kernels")
+cuda_kernels = pytest.importorskip("gpu_avatar.kernels.cuda")
 
 
 def _points(name: str, n: int = 240) -> np.ndarray:
@@ -32,7 +32,7 @@ def _points(name: str, n: int = 240) -> np.ndarray:
 POINT_SETS = ("random", "integer ties", "duplicates")
 
 
-@pytest.mark.parametrize("leaf_size", [cpu_kernels.LEAF_SIZE, 1, 5])
+@pytest.mark.parametrize("leaf_size", [tree.LEAF_SIZE, 1, 5])
 @pytest.mark.parametrize("name", POINT_SETS)
 def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
     x = _points(name)
@@ -41,8 +41,8 @@ def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
     if name != "random":  # keep the ties exact
         y = x[rng.permutation(len(x))]
     own = rowwise_squared(x, y, np)
-    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
-        expected = cpu_kernels.distance_ranks(x, y, own)
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+        expected = ranks.distance_ranks(x, y, own)
         got = cuda_kernels.distance_ranks(gpu, gpu.asarray(x), gpu.asarray(y), gpu.asarray(own))
     labels = ("cloaking", "hidden", "first", "second")
     for label, value, reference in zip(labels, got, expected, strict=True):
@@ -53,7 +53,7 @@ def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
 @pytest.mark.parametrize("name", POINT_SETS)
 def test_knn_kernel_equals_the_cpu_walk(gpu, name, k):
     points = _points(name)
-    expected_indices, expected_squared = cpu_kernels.nearest_others(points, k)
+    expected_indices, expected_squared = knn.nearest_others(points, k)
     indices, squared = cuda_kernels.nearest_others(gpu, gpu.asarray(points), k)
     np.testing.assert_array_equal(gpu.to_numpy(indices), expected_indices)
     np.testing.assert_array_equal(gpu.to_numpy(squared), expected_squared)
@@ -63,11 +63,11 @@ def test_knn_kernel_equals_the_cpu_walk(gpu, name, k):
 def test_knn_kernel_on_deep_trees_and_a_subset_of_rows(gpu, leaf_size):
     points = _points("integer ties", 150)
     rows = np.array([149, 0, 77, 3, 3])  # any order, repeats allowed
-    expected_indices, expected_squared = cpu_kernels.nearest_others(points, 9)
-    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+    expected_indices, expected_squared = knn.nearest_others(points, 9)
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
         on_device = gpu.asarray(points), 9, gpu.asarray(rows)
         indices, squared = cuda_kernels.nearest_others(gpu, *on_device)
-        cpu_indices, cpu_squared = cpu_kernels.nearest_others_of(points, rows, 9)
+        cpu_indices, cpu_squared = knn.nearest_others_of(points, rows, 9)
     np.testing.assert_array_equal(gpu.to_numpy(indices), expected_indices[rows])
     np.testing.assert_array_equal(gpu.to_numpy(squared), expected_squared[rows])
     np.testing.assert_array_equal(cpu_indices, expected_indices[rows])

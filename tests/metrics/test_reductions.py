@@ -78,13 +78,13 @@ def compiled_runs(x: np.ndarray, y: np.ndarray):
     """(label, DistanceRanks) of the compiled engine on deep trees (leaves of 1, 2, 5 points:
     pruning, whole nodes and mostly padded leaf slots) and shallow ones, with one shared walk
     or several (blocks of 3 originals)."""
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import ranks, tree
 
-    for leaf_size in (cpu_kernels.LEAF_SIZE, 1, 2, 5):
-        for block in (cpu_kernels._RANK_BLOCK, 3):
+    for leaf_size in (tree.LEAF_SIZE, 1, 2, 5):
+        for block in (ranks._RANK_BLOCK, 3):
             with (
-                mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size),
-                mock.patch.object(cpu_kernels, "_RANK_BLOCK", block),
+                mock.patch.object(tree, "LEAF_SIZE", leaf_size),
+                mock.patch.object(ranks, "_RANK_BLOCK", block),
             ):
                 yield f"numba leaf={leaf_size} block={block}", distance_ranks(x, y, engine="numba")
 
@@ -251,7 +251,7 @@ def test_larger_tie_heavy_case_all_engines_identical():
 def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_tiles():
     """A NaN compares false: its row counts and hides nothing, and a NaN avatar is inside no
     ball, in the compiled walk (blocks of originals, duplicated points) as in the tiles."""
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import ranks
 
     rng = np.random.default_rng(3)
     x = rng.integers(0, 3, size=(300, 3)).astype(np.float64)
@@ -259,7 +259,7 @@ def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_ti
     x[5, 1] = np.nan
     y[[7, 200], 0] = np.nan
     tiles = distance_ranks(x, y, engine="brute")
-    with mock.patch.object(cpu_kernels, "_RANK_BLOCK", 64):
+    with mock.patch.object(ranks, "_RANK_BLOCK", 64):
         walk = distance_ranks(x, y, engine="numba")
     assert tiles.local_cloaking[5] == 0 and not tiles.hidden[5]
     np.testing.assert_array_equal(walk.local_cloaking, tiles.local_cloaking)
@@ -387,10 +387,10 @@ def test_kdtree_recheck_memory_is_bounded_on_massive_ties():
 
 @pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
 def test_leaf_slots_hold_each_leaf_once_and_pad_with_nan():
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import tree as kd
 
     points = np.random.default_rng(6).normal(size=(1000, 3))
-    tree = cpu_kernels.KDTree.build(points)
+    tree = kd.KDTree.build(points)
     columns, lane_order, first_lane = tree.leaf_slots()
     leaves = np.nonzero(tree.left < 0)[0]
     assert (first_lane[tree.left >= 0] == -1).all()
@@ -401,5 +401,5 @@ def test_leaf_slots_hold_each_leaf_once_and_pad_with_nan():
         s, e, lane = tree.start[leaf], tree.stop[leaf], first_lane[leaf]
         np.testing.assert_array_equal(slots[:, lane : lane + e - s], points[tree.order[s:e]].T)
         np.testing.assert_array_equal(lane_order[lane : lane + e - s], tree.order[s:e])
-    with mock.patch.object(cpu_kernels, "LANES", 4), pytest.raises(ValueError, match="lanes"):
+    with mock.patch.object(kd, "LANES", 4), pytest.raises(ValueError, match="lanes"):
         tree.leaf_slots()

@@ -166,11 +166,11 @@ def test_k_out_of_range_is_rejected(engine, k):
 @pytest.mark.parametrize("data", sorted(DATA))
 def test_compiled_walk_on_deep_trees_equals_naive_reference(leaf_size, data):
     """Tiny leaves: many nodes pruned by box, queries spread over many leaves."""
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import tree
 
     points = DATA[data](n=300)
     expected_idx, expected_dist = naive_neighbours(points, 9)
-    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
         indices, distances = nb.nearest_neighbours(points, 9, CPU, "numba")
     np.testing.assert_array_equal(indices, expected_idx)
     np.testing.assert_array_equal(distances, expected_dist)

@@ -542,7 +542,7 @@ def test_neighbour_engines_give_the_same_avatars(wbcd, paper_runs, engine):
 @pytest.mark.skipif(not numba_available(), reason="numba is not installed")
 @pytest.mark.parametrize("dataset", ["aids", "mixed"])
 def test_compiled_synthesis_gives_the_same_avatars_as_the_array_code(dataset, request):
-    """With numba the CPU synthesis runs fused (cpu_kernels.py); without, as array code: the
+    """With numba the CPU synthesis runs fused (synthesis_kernels.py); without, as array code: the
     avatars must be identical, bit for bit (AIDS: missing values; mixed: every dtype)."""
     if dataset == "aids":
         aids = request.getfixturevalue("aids")

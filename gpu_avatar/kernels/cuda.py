@@ -1,8 +1,9 @@
-"""CUDA kernels of the GPU backend (numba-cuda): the exact k-d tree walks, one thread per query.
+"""The CUDA kernels (numba-cuda): the exact k-d tree walks and the mixed-type scan, one thread
+per query.
 
-The walks are the ones the CPU runs (``cpu_kernels.py``: ``rank_query``, ``two_nearest_query``,
-``knn_query``), compiled here for the device: one source, so a GPU result equals the CPU's row
-for row. The flat k-d tree is built on the host (``cpu_kernels.KDTree``) and copied to the
+The walks are the ones the CPU runs (``rank_query``, ``two_nearest_query``, ``knn_query``,
+``nearest_mixed_scan``), compiled here for the device: one source, so a GPU result equals the
+CPU's row for row. The flat k-d tree is built on the host (``tree.KDTree``) and copied to the
 device; queries run in the tree's leaf order, so the threads of a warp walk nearby queries down
 the same nodes. Pair distances use round-to-nearest intrinsics (no fused multiply-add), node
 boxes only prune or count whole nodes with the CPU's margin, and no result depends on a float
@@ -21,15 +22,11 @@ import numpy as np
 from numba import cuda
 from numba.cuda.core.config import ENABLE_CUDASIM
 
-from . import cpu_kernels
-from .cpu_kernels import (
-    STACK,
-    KDTree,
-    knn_query,
-    nearest_mixed_scan,
-    rank_query,
-    two_nearest_query,
-)
+from . import knn, mixed, ranks, tree
+from .knn import knn_query
+from .mixed import nearest_mixed_scan
+from .ranks import rank_query, two_nearest_query
+from .tree import STACK, KDTree
 
 THREADS = 128  # threads per block
 # knn_query keeps its top-k in per-thread arrays of a size fixed at compile time: one kernel
@@ -53,10 +50,10 @@ def _register_for_cuda() -> None:
         def typed(a, b):
             return implementation
 
-    exact(cpu_kernels.exact_sub, lambda a, b: libdevice.dadd_rn(a, -b))  # a - b, exactly
-    exact(cpu_kernels.exact_mul, lambda a, b: libdevice.dmul_rn(a, b))
-    exact(cpu_kernels.exact_add, lambda a, b: libdevice.dadd_rn(a, b))
-    for walk in cpu_kernels.SHARED_WALKS:
+    exact(tree.exact_sub, lambda a, b: libdevice.dadd_rn(a, -b))  # a - b, exactly
+    exact(tree.exact_mul, lambda a, b: libdevice.dmul_rn(a, b))
+    exact(tree.exact_add, lambda a, b: libdevice.dadd_rn(a, b))
+    for walk in tree.SHARED + ranks.SHARED + knn.SHARED + mixed.SHARED:
         register_jitable(walk)
 
 
@@ -174,7 +171,7 @@ class DeviceTree:
 
 
 def distance_ranks(backend, x, y, own):
-    """``(cloaking, hidden, first, second)`` on the device, as ``cpu_kernels.distance_ranks``:
+    """``(cloaking, hidden, first, second)`` on the device, as ``ranks.distance_ranks``:
     per original, the local-cloaking count and hidden flag; per avatar, its two smallest
     squared distances to the originals."""
     xp = backend.xp
@@ -213,7 +210,7 @@ def nearest_others(backend, points, k: int, rows=None):
 
 
 def nearest_mixed(backend, references, categorical, queries, k: int):
-    """``cpu_kernels.nearest_mixed`` on the device: each query's k nearest references by the
+    """``mixed.nearest_mixed`` on the device: each query's k nearest references by the
     mixed-type distance, ordered by (distance, index)."""
     xp = backend.xp
     references = xp.ascontiguousarray(references, dtype=xp.float64)
