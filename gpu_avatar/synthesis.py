@@ -29,7 +29,6 @@ from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
-_CPU_COMPUTE_ROWS = 1 << 13  # rows per gather on the CPU: temporaries stay cache-sized
 _STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE = 0, 1, 2
 
 
@@ -129,7 +128,6 @@ def synthesize(
     codes = backend.asarray(codes)
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
-    compute_rows = RANDOM_BLOCK if backend.is_gpu else _CPU_COMPUTE_ROWS
     fused = backend.compiled and categorical == "draw"
     for start in range(0, n, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, n)
@@ -141,18 +139,17 @@ def synthesize(
         if categorical == "draw" and codes.shape[1]:
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
         if fused:  # one compiled pass over the block (synthesis_kernels.py), same values
-            from .synthesis_kernels import synthesize_block
-
-            out_continuous[start:stop], out_codes[start:stop] = synthesize_block(
+            out_continuous[start:stop], out_codes[start:stop] = backend.kernels.synthesize_block(
+                backend,
                 continuous,
                 codes,
-                np.ascontiguousarray(neighbour_indices[start:stop]),
+                xp.ascontiguousarray(backend.asarray(neighbour_indices[start:stop])),
                 weights,
-                np.zeros((stop - start, 0)) if uniforms is None else uniforms,
+                xp.zeros((stop - start, 0)) if uniforms is None else uniforms,
             )
             continue
-        for s0 in range(start, stop, compute_rows):
-            s1 = min(s0 + compute_rows, stop)
+        for s0 in range(start, stop, backend.tile_rows):
+            s1 = min(s0 + backend.tile_rows, stop)
             rows = slice(s0 - start, s1 - start)
             neighbours = backend.asarray(neighbour_indices[s0:s1])
             out_continuous[s0:s1] = _barycentre(continuous, neighbours, weights[rows], xp)

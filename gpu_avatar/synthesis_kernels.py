@@ -1,6 +1,7 @@
 """The compiled passes of ``synthesis.py`` (numba): the barycentres and categorical draws of
-a block of avatars in one pass, and the random ranks of the weights; the same operations in
-the same order as the array code, so the same bits."""
+a block of avatars in one pass (on the CPU here, on the GPU by ``kernels/cuda.py``), and the
+random ranks of the weights; the same operations in the same order as the array code, so the
+same bits."""
 
 from __future__ import annotations
 
@@ -8,12 +9,51 @@ import numpy as np
 from numba import njit, prange
 
 from .kernels import LOCK
+from .kernels.tree import exact_add, exact_mul, shared
+
+
+def synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,
+                   out_codes):  # fmt: skip
+    """Row ``r`` of a block: ``synthesis._barycentre`` (each continuous value the weighted sum
+    of the neighbours' values, added in neighbour order, clipped to their range) and
+    ``synthesis._draw`` (each code that of the neighbour where the running sum of the weights
+    passes the uniform times their total), fused: the same operations in the same order, so
+    the same bits, without the (b, k) temporaries per column. Compiled inline on the CPU and
+    for the GPU (``kernels/cuda.py``), with the exact arithmetic of the tree walks."""
+    k = neighbours.shape[1]
+    for c in range(continuous.shape[1]):
+        value = continuous[neighbours[r, 0], c]
+        total = exact_mul(weights[r, 0], value)
+        low = value
+        high = value
+        for j in range(1, k):
+            value = continuous[neighbours[r, j], c]
+            total = exact_add(total, exact_mul(weights[r, j], value))
+            low = min(low, value)
+            high = max(high, value)
+        out_continuous[r, c] = min(max(total, low), high)
+    if codes.shape[1] == 0:
+        return
+    total = weights[r, 0]
+    for j in range(1, k):
+        total = exact_add(total, weights[r, j])
+    for c in range(codes.shape[1]):
+        threshold = exact_mul(uniforms[r, c], total)
+        running = weights[r, 0]
+        chosen = 0
+        for j in range(k):
+            if j > 0:
+                running = exact_add(running, weights[r, j])
+            if running <= threshold:
+                chosen += 1
+        out_codes[r, c] = codes[neighbours[r, min(chosen, k - 1)], c]
+
+
+SHARED = shared(synthesize_row)
 
 
 def synthesize_block(continuous, codes, neighbours, weights, uniforms):
-    """``synthesis._barycentre`` and ``synthesis._draw`` for one block of rows, fused: the
-    same operations in the same order per value, so the same bits, without the (b, k)
-    temporaries per column."""
+    """(continuous values, codes) of one block of avatars: ``synthesize_row`` for every row."""
     out_continuous = np.empty((neighbours.shape[0], continuous.shape[1]))
     out_codes = np.empty((neighbours.shape[0], codes.shape[1]), np.int64)
     with LOCK:
@@ -23,32 +63,9 @@ def synthesize_block(continuous, codes, neighbours, weights, uniforms):
 
 @njit(cache=True, parallel=True)
 def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes):
-    b, k = neighbours.shape
-    for r in prange(b):
-        for c in range(continuous.shape[1]):
-            value = continuous[neighbours[r, 0], c]
-            total = weights[r, 0] * value
-            low = value
-            high = value
-            for j in range(1, k):
-                value = continuous[neighbours[r, j], c]
-                total = total + weights[r, j] * value
-                low = min(low, value)
-                high = max(high, value)
-            out_continuous[r, c] = min(max(total, low), high)
-        if codes.shape[1] == 0:
-            continue
-        cumulative = np.empty(k)
-        cumulative[0] = weights[r, 0]
-        for j in range(1, k):
-            cumulative[j] = cumulative[j - 1] + weights[r, j]
-        for c in range(codes.shape[1]):
-            threshold = uniforms[r, c] * cumulative[k - 1]
-            chosen = 0
-            for j in range(k):
-                if cumulative[j] <= threshold:
-                    chosen += 1
-            out_codes[r, c] = codes[neighbours[r, min(chosen, k - 1)], c]
+    for r in prange(neighbours.shape[0]):
+        synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,
+                       out_codes)  # fmt: skip
 
 
 def random_ranks(uniforms: np.ndarray) -> np.ndarray:

@@ -18,9 +18,7 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar.backend import CPU
-from gpu_avatar.metrics import reductions
 from gpu_avatar.metrics.reductions import distance_ranks
-from gpu_avatar.neighbours import search as neighbours
 from gpu_avatar.neighbours.search import nearest_neighbours
 from gpu_avatar.pipeline.avatarize import check_device_memory
 
@@ -35,8 +33,10 @@ def aids():
 @pytest.fixture
 def tree_path(monkeypatch):
     """The device k-d tree above 64 rows (instead of 4096): "auto" takes it on small inputs."""
-    monkeypatch.setattr(neighbours, "GPU_BRUTE_MAX_ROWS", 64)
-    monkeypatch.setattr(reductions, "GPU_BRUTE_MAX_ROWS", 64)
+    from gpu_avatar.kernels import cuda
+
+    monkeypatch.setattr(cuda, "KNN_BRUTE_MAX_ROWS", 64)
+    monkeypatch.setattr(cuda, "RANKS_BRUTE_MAX_ROWS", 64)
 
 
 def _point_sets(n: int = 400):

@@ -1,13 +1,16 @@
 """Choice of the array backend: numpy on the CPU, cupy on an NVIDIA GPU.
 
 The backend is resolved once per entry point (``resolve_backend``) and the resulting
-``Backend`` is passed down; numeric code is written against ``backend.xp`` and never tests
-which library it runs on.
+``Backend`` is passed down with what runs on it: numeric code is written against
+``backend.xp`` and ``backend.kernels`` (the compiled kernels: ``gpu_avatar.kernels.cpu`` or
+``.cuda``, the same functions with the same signatures), and never tests which library it runs
+on.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from dataclasses import dataclass
 from types import ModuleType
@@ -23,10 +26,19 @@ BACKEND_ENV_VAR = "GPU_AVATAR_BACKEND"
 
 @dataclass(frozen=True)
 class Backend:
-    """An array namespace (``xp``) plus the conversions to and from host numpy arrays."""
+    """An array namespace (``xp``), its compiled kernels and their limits, plus the
+    conversions to and from host numpy arrays.
+
+    - ``max_k``: the most neighbours a kernel keeps per query (a CUDA thread's top-k has a
+      capacity fixed at compile time; the CPU's none);
+    - ``tile_rows``: rows per step of the array code (gathers, tiles): cache-sized on the CPU,
+      a large launch on the GPU.
+    """
 
     name: str
     xp: ModuleType
+    max_k: int
+    tile_rows: int
 
     def __reduce__(self):
         # Pickled by name (for Dask workers): the receiving process resolves its own module.
@@ -37,10 +49,16 @@ class Backend:
         return self.name == "gpu"
 
     @property
+    def kernels(self) -> ModuleType:
+        """The compiled kernels: ``gpu_avatar.kernels.cpu`` (numba) or ``.cuda`` (numba-cuda),
+        imported on first use."""
+        return _kernels(self.name)
+
+    @property
     def compiled(self) -> bool:
-        """Whether this backend runs the compiled CPU kernels (``gpu_avatar.kernels``): the CPU
-        with numba installed (else the same steps run as array code)."""
-        return not self.is_gpu and numba_available()
+        """Whether the compiled kernels run: always on the GPU, on the CPU when numba is
+        installed (else the same steps run as array code)."""
+        return self.is_gpu or numba_available()
 
     def asarray(self, array: Any, dtype: Any = None) -> Any:
         """Move a host array to the backend's device (no copy on the CPU)."""
@@ -52,6 +70,13 @@ class Backend:
             return self.xp.asnumpy(array)
         return np.asarray(array)
 
+    def faiss_index(self, faiss: ModuleType, index: Any) -> Any:
+        """A FAISS ``index`` on this backend's device: copied to the GPUs on the GPU backend
+        when FAISS was built with GPU support; else unchanged."""
+        if self.is_gpu and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
+            return faiss.index_cpu_to_all_gpus(index)
+        return index
+
     def free_memory_bytes(self) -> int | None:
         """Device memory a new allocation can use: free on the device plus what CuPy's memory
         pool holds unused (it reuses that first); None on the CPU (host memory is not
@@ -62,7 +87,12 @@ class Backend:
         return int(free) + int(self.xp.get_default_memory_pool().free_bytes())
 
 
-CPU = Backend("cpu", np)
+CPU = Backend("cpu", np, max_k=np.iinfo(np.int64).max, tile_rows=1 << 13)
+
+
+@functools.cache
+def _kernels(name: str) -> ModuleType:
+    return importlib.import_module(f"..kernels.{'cuda' if name == 'gpu' else 'cpu'}", __package__)
 
 
 @functools.lru_cache(maxsize=1)
@@ -104,17 +134,14 @@ def numba_available() -> bool:
     return True
 
 
-def numba_kernels(backend: Backend) -> ModuleType:
-    """The CPU kernels for an explicit ``engine='numba'``, or an error saying what to change."""
-    if backend.is_gpu:
-        raise AvatarError("engine='numba' runs on the CPU: use backend='cpu' or engine='auto'")
-    if not numba_available():
+def check_compiled(backend: Backend, what: str) -> None:
+    """Refuse ``what`` where the compiled kernels cannot run (a CPU without numba), saying
+    what to change."""
+    if not (backend.is_gpu or numba_available()):
         raise AvatarError(
-            "engine='numba' needs numba, which gpu_avatar depends on but cannot import here: "
-            "pip install numba, or use engine='auto'"
+            f"{what} needs numba, which gpu_avatar depends on but cannot import here: "
+            "pip install numba"
         )
-    from ..kernels import cpu
-    return cpu
 
 
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
@@ -143,4 +170,5 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
                 "to run on the CPU."
             )
         return CPU
-    return Backend("gpu", cupy)
+    kernels = _kernels("gpu")
+    return Backend("gpu", cupy, max_k=kernels.MAX_K, tile_rows=1 << 16)

@@ -5,7 +5,8 @@ itself excluded by index (its duplicates are not): ``neighbours/search.py``'s co
   CPU for a subset of rows, ``nearest_others_of``);
 - ``nearest_others``: every point, the queries of one leaf sharing one walk (faster on the
   CPU than one walk per query);
-- ``verify_candidates``: the exact re-check of an index's candidates, in one compiled pass.
+- ``verify_row``: the exact re-check of one row's index candidates (``verify_candidates``
+  for every row on the CPU; one CUDA thread per row on the GPU).
 """
 
 from __future__ import annotations
@@ -63,14 +64,25 @@ def knn_query(points, order, start, stop, left, right, lower, upper, low_index, 
         top = push_children(points, q, lower, upper, left, right, node, nodes, bounds, top)
 
 
-SHARED = shared(knn_query)
+def verify_row(points, candidates, i, k, best_d, best_i):
+    """Row ``i``'s k nearest among its ``candidates`` by (exact squared distance, index),
+    itself excluded by index, written to ``best_d`` and ``best_i``."""
+    for slot in range(k):
+        best_d[slot] = np.inf
+        best_i[slot] = points.shape[0]
+    for c in range(candidates.shape[1]):
+        j = candidates[i, c]
+        if j != i:
+            keep_best(best_d, best_i, k, pair_squared(points, i, points, j, np.inf), j)
+
+
+SHARED = shared(knn_query, verify_row)
 
 
 # -------------------------------------------------------------------------- CPU drivers
 def verify_candidates(points, candidates, far_squared, margin, k: int):
-    """``neighbours._verify`` in one compiled pass: each row's k nearest among its candidates
-    by (exact squared distance, index), itself excluded by index, and the rows whose result
-    the index cannot guarantee (k-th distance >= the farthest candidate's minus ``margin``)."""
+    """``verify_row`` for every row, and the rows whose result the index cannot guarantee
+    (k-th distance >= the farthest candidate's minus ``margin``)."""
     points = np.ascontiguousarray(points, dtype=np.float64)
     exhaustive = candidates.shape[1] >= points.shape[0]
     with LOCK:
@@ -82,21 +94,13 @@ def verify_candidates(points, candidates, far_squared, margin, k: int):
 
 @njit(cache=True, parallel=True)
 def _verify(points, candidates, far_squared, margin, k, exhaustive):
-    n, q = candidates.shape
+    n = candidates.shape[0]
     indices = np.empty((n, k), np.int64)
     squared = np.empty((n, k))
     uncertain = np.zeros(n, np.bool_)
     for i in prange(n):
-        best_d = np.full(k, np.inf)
-        best_i = np.full(k, n)
-        for c in range(q):
-            j = candidates[i, c]
-            if j == i:
-                continue
-            keep_best(best_d, best_i, k, pair_squared(points, i, points, j, np.inf), j)
-        indices[i] = best_i
-        squared[i] = best_d
-        uncertain[i] = not exhaustive and best_d[k - 1] >= far_squared[i] - margin[i]
+        verify_row(points, candidates, i, k, squared[i], indices[i])
+        uncertain[i] = not exhaustive and squared[i, k - 1] >= far_squared[i] - margin[i]
     return indices, squared, uncertain
 
 

@@ -17,11 +17,11 @@ with exactly the arithmetic of every other pair and is excluded by index, never 
 subtracting one from a count.
 
 Engines: ``"brute"`` (tiles of X against tiles of Y, memory bounded by the tile, written
-against ``xp`` so cupy runs it unchanged), ``"numba"`` (CPU, when numba is installed: a
-compiled k-d tree walk shared by each block of neighbouring rows, that compares with the
-shared arithmetic itself, ``kernels/ranks.py``) and ``"kdtree"``: on the GPU the same per-node
-rules walked on the device, one thread per row (``kernels/cuda.py``); on the CPU scipy's
-cKDTree counts within a per-row radius taken at ``d_own * (1 -/+ 1e-9)``, a row with anything
+against ``xp`` so cupy runs it unchanged) and ``"kdtree"`` (or ``"numba"``, the same): the
+compiled k-d tree walks of ``kernels/ranks.py``, that compare with the shared arithmetic
+itself, run by the backend's kernels (on the CPU a walk shared by each block of neighbouring
+rows, on the GPU one thread per row). On a CPU without numba, ``"kdtree"`` is scipy's cKDTree
+counting within a per-row radius taken at ``d_own * (1 -/+ 1e-9)``, a row with anything
 besides its own avatar inside that band being re-checked exactly from the ball's members. All
 give identical results.
 """
@@ -32,14 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import CPU, Backend, numba_kernels
+from ..backend import CPU, Backend, check_compiled
 from ..errors import AvatarError
 from ..neighbours.distances import pairwise_squared, rowwise_squared
 from ..neighbours.search import query_in_tree_order
 from ..parameters import METRIC_ENGINES, check_choice
 
-BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
-GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
+BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # without numba: tiles for n <= 5000, scipy's tree above
 _BAND = 1e-9
 _ROW_CHUNK = 1 << 16
 # Ball members listed per CPU re-check chunk (~200 bytes each): bounds the re-check's memory
@@ -75,12 +74,8 @@ def distance_ranks(
     y = backend.asarray(avatars, dtype=np.float64)
     if engine == "auto":
         engine = auto_engine(backend, n)
-    if engine == "numba":
-        return _numba(x, y, backend)
-    if engine == "kdtree" and backend.is_gpu:
-        from ..kernels import cuda
-        own = rowwise_squared(x, y, backend.xp)
-        return host_ranks(backend, own, *cuda.distance_ranks(backend, x, y, own))
+    if engine == "numba" or (engine == "kdtree" and backend.compiled):
+        return _tree(x, y, backend)
     if engine == "kdtree":
         return _kdtree(x, y)
     own = rowwise_squared(x, y, backend.xp)
@@ -91,19 +86,18 @@ def distance_ranks(
 
 
 def auto_engine(backend: Backend, n: int) -> str:
-    """The engine ``"auto"`` picks: tiles for small inputs, else a tree (on the GPU the
-    device's, on the CPU the compiled one when numba is installed, else scipy's)."""
-    if backend.is_gpu:
-        return "brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree"
-    if n * n <= BRUTE_MAX_PAIRS_ON_CPU:
-        return "brute"
-    return "numba" if backend.compiled else "kdtree"
+    """The engine ``"auto"`` picks: tiles up to the kernels' ``RANKS_BRUTE_MAX_ROWS``, the
+    k-d tree above (scipy's on a CPU without numba)."""
+    if not backend.compiled:
+        return "brute" if n * n <= BRUTE_MAX_PAIRS_ON_CPU else "kdtree"
+    return "brute" if n <= backend.kernels.RANKS_BRUTE_MAX_ROWS else "kdtree"
 
 
-def _numba(x, y, backend: Backend) -> DistanceRanks:
-    own = rowwise_squared(x, y, np)
-    cloaking, hidden, first, second = numba_kernels(backend).distance_ranks(x, y, own)
-    return host_ranks(backend, own, cloaking, hidden, first, second)
+def _tree(x, y, backend: Backend) -> DistanceRanks:
+    """The compiled k-d tree walks of the backend's kernels."""
+    check_compiled(backend, "engine='numba'")
+    own = rowwise_squared(x, y, backend.xp)
+    return host_ranks(backend, own, *backend.kernels.distance_ranks(backend, x, y, own))
 
 
 def default_tile(backend: Backend) -> int:

@@ -7,32 +7,30 @@ index: a fast index only proposes candidates, which are then verified exactly.
 
 Engines:
 - ``"brute"``: every pair, tile by tile with a running top-k (array code: numpy or cupy).
-- ``"numba"`` (CPU, when numba is installed; what ``"auto"`` picks there): the compiled k-d
-  tree walk of ``kernels/knn.py``, exact by construction (same arithmetic, ties by index).
-- ``"kdtree"``: on the GPU (what ``"auto"`` picks above ``GPU_BRUTE_MAX_ROWS``) the flat k-d
-  tree walked on the device, one thread per point (``kernels/cuda.py``), exact by construction
-  like the CPU walk; on the CPU scipy's cKDTree as a candidate index (below).
+- ``"kdtree"`` (or ``"numba"``, the same): the compiled k-d tree walk of ``kernels/knn.py``,
+  exact by construction (same arithmetic, ties by index), run by the backend's kernels: on
+  the CPU (numba; what ``"auto"`` picks there), on the GPU one thread per point (numba-cuda;
+  what ``"auto"`` picks above the kernels' ``KNN_BRUTE_MAX_ROWS``). On a CPU without numba,
+  ``"kdtree"`` is scipy's cKDTree as a candidate index (below).
 - ``"faiss"``, ``"cuml"``: FAISS (flat L2 index, on the GPU when FAISS has GPU support) and
   cuML's brute-force search as candidate indexes, when importable and asked for.
 
 Candidate indexes ask for k + 2 candidates per point, recompute their distances exactly, and
 keep the first k by (distance, index). The result is certain when the k-th exact distance is
 below the index's distance to its farthest candidate by more than the index's own rounding
-error (every point not proposed is at least that far); the other rows are answered exactly by a
-k-d tree walk (the device's on the GPU, the compiled one on the CPU with numba, else from a
-ball query around the k-th distance).
+error (every point not proposed is at least that far); the other rows are answered exactly by
+the compiled k-d tree walk (without numba, from a ball query around the k-th distance).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend import CPU, Backend, numba_kernels
+from ..backend import CPU, Backend, check_compiled
 from ..errors import AvatarError, import_extra
 from ..parameters import ENGINES, check_choice, check_integer
 from .distances import pairwise_squared, rowwise_squared
 
-GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
 _TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
 _FLOAT32_RELATIVE_ERROR = 1e-5  # float32 expanded-form indexes (FAISS), generous
 _ROW_CHUNK = 1 << 16
@@ -51,11 +49,8 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     if engine == "brute":
         indices, squared = _brute(points, k, backend)
         return indices, xp.sqrt(squared)
-    if engine == "numba":
-        indices, squared = numba_kernels(backend).nearest_others(points, k)
-        return indices, np.sqrt(squared)
-    if engine == "kdtree" and backend.is_gpu:
-        indices, squared = _device_tree_neighbours(points, k, backend)
+    if engine == "numba" or (engine == "kdtree" and backend.compiled):
+        indices, squared = _tree_neighbours(points, k, backend)
         return indices, xp.sqrt(squared)
     candidates, far_squared, margin = _PROPOSERS[engine](points, min(k + 2, n), backend)
     indices, squared, uncertain = _verify(points, candidates, far_squared, margin, k, backend)
@@ -66,36 +61,31 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     return indices, xp.sqrt(squared)
 
 
-def _device_tree_neighbours(points, k: int, backend: Backend, rows=None):
-    from ..kernels import cuda
-    if k > cuda.MAX_K:
+def _tree_neighbours(points, k: int, backend: Backend, rows=None):
+    """The compiled k-d tree's k nearest others of every point (or of the rows ``rows``)."""
+    check_compiled(backend, "engine='numba'")
+    if k > backend.max_k:
         raise AvatarError(
-            f"the GPU k-d tree search keeps at most {cuda.MAX_K} neighbours, got "
-            f"k = {k}: use engine='brute' (exact, slower) or backend='cpu'"
+            f"the {backend.name.upper()} k-d tree search keeps at most {backend.max_k} "
+            f"neighbours, got k = {k}: use engine='brute' (exact, slower) or backend='cpu'"
         )
-    return cuda.nearest_others(backend, points, k, rows)
+    return backend.kernels.nearest_others(backend, points, k, rows)
 
 
 def _exact_rows(points, rows, k: int, backend: Backend, bound):
     """The exact k nearest others of the points ``rows`` (whose candidates fell short);
     ``bound``: their candidates' squared k-th distances, at least the true ones."""
-    if backend.is_gpu:
-        return _device_tree_neighbours(points, k, backend, rows)
     if backend.compiled:
-        from ..kernels.knn import nearest_others_of
-
-        return nearest_others_of(points, rows, k)
+        return _tree_neighbours(points, k, backend, rows)
     return _nearest_by_ball(points, rows, k, bound)
 
 
 def _auto_engine(backend: Backend, n: int, k: int) -> str:
-    """CPU: the compiled k-d tree when numba is installed, else scipy's. GPU: array tiles for
-    small tables (or more neighbours than the tree kernel keeps), the device tree above."""
-    if not backend.is_gpu:
-        return "numba" if backend.compiled else "kdtree"
-    from ..kernels.cuda import MAX_K
-
-    return "brute" if n <= GPU_BRUTE_MAX_ROWS or k > MAX_K else "kdtree"
+    """Array tiles up to the kernels' ``KNN_BRUTE_MAX_ROWS`` (the GPU's, for small tables) or
+    for more neighbours than they keep; the k-d tree above (scipy's on a CPU without numba)."""
+    if backend.compiled and (n <= backend.kernels.KNN_BRUTE_MAX_ROWS or k > backend.max_k):
+        return "brute"
+    return "kdtree"
 
 
 def nearest_reference_distances(queries, references, backend: Backend = CPU) -> np.ndarray:
@@ -138,9 +128,7 @@ def _faiss_candidates(points, q: int, backend: Backend):
     faiss = import_extra("faiss", "faiss", "engine='faiss'")
 
     host = np.ascontiguousarray(backend.to_numpy(points), dtype=np.float32)
-    index = faiss.IndexFlatL2(host.shape[1])
-    if backend.is_gpu and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:  # a GPU build
-        index = faiss.index_cpu_to_all_gpus(index)
+    index = backend.faiss_index(faiss, faiss.IndexFlatL2(host.shape[1]))
     index.add(host)
     far_squared, candidates = index.search(host, q)
     norms = (host.astype(np.float64) ** 2).sum(axis=1)
@@ -218,9 +206,8 @@ def _order_candidates(d2, block, own_rows, xp):
 def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
     """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
     if backend.compiled:  # the same, in one compiled pass
-        from ..kernels.knn import verify_candidates
-
-        return verify_candidates(points, candidates, far_squared, margin, k)
+        return backend.kernels.verify_candidates(backend, points, candidates, far_squared,
+                                                 margin, k)  # fmt: skip
     xp = backend.xp
     n = points.shape[0]
     indices = xp.empty((n, k), dtype=xp.int64)

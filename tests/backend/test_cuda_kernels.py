@@ -80,3 +80,39 @@ def test_every_capacity_holds_k_and_larger_k_is_refused():
     ]  # fmt: skip
     with pytest.raises(ValueError, match="capacity"):
         cuda_kernels.capacity_for(cuda_kernels.MAX_K + 1)
+
+
+@pytest.mark.parametrize("exhaustive", [False, True])
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_verify_kernel_equals_the_cpu_pass(gpu, name, exhaustive):
+    """Index candidates in any order, the row itself among them or not, re-checked exactly:
+    the same neighbours, distance bits and uncertain rows."""
+    n, k = (24, 6) if exhaustive else (120, 5)
+    points = _points(name, n)
+    rng = np.random.default_rng(2)
+    width = n if exhaustive else k + 2
+    candidates = np.stack([rng.permutation(n)[:width] for _ in range(n)])
+    far = rng.uniform(0.0, 2.0, n)
+    margin = np.full(n, 1e-9)
+    expected = knn.verify_candidates(points, candidates, far, margin, k)
+    got = cuda_kernels.verify_candidates(gpu, *(gpu.asarray(a) for a in (points, candidates,
+                                                                         far, margin)), k)
+    for label, value, reference in zip(("indices", "squared", "uncertain"), got, expected,
+                                       strict=True):  # fmt: skip
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference, err_msg=label)
+
+
+@pytest.mark.parametrize("n_codes", [0, 3])
+def test_synthesis_kernel_equals_the_cpu_pass(gpu, n_codes):
+    from gpu_avatar import synthesis_kernels
+
+    rng = np.random.default_rng(4)
+    n, k = 150, 7
+    weights = rng.exponential(size=(n, k))
+    arrays = (rng.normal(size=(n, 4)), rng.integers(0, 5, size=(n, n_codes)),
+              rng.integers(0, n, size=(n, k)), weights / weights.sum(axis=1, keepdims=True),
+              rng.random((n, n_codes)))  # fmt: skip
+    expected = synthesis_kernels.synthesize_block(*arrays)
+    got = cuda_kernels.synthesize_block(gpu, *(gpu.asarray(a) for a in arrays))
+    for value, reference in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference)

@@ -328,9 +328,12 @@ def test_auto_picks_a_tree_engine_above_the_brute_budget(numba_installed):
     x = rng.integers(0, 3, size=(200, 2)).astype(np.float64)
     y = rng.integers(0, 3, size=(200, 2)).astype(np.float64)
     expected = reference_ranks(x, y)
-    chosen = "_numba" if numba_installed else "_kdtree"
+    from gpu_avatar.kernels import cpu
+
+    chosen = "_tree" if numba_installed else "_kdtree"
     with (
         mock.patch.object(reductions, "BRUTE_MAX_PAIRS_ON_CPU", 100),
+        mock.patch.object(cpu, "RANKS_BRUTE_MAX_ROWS", 10),
         mock.patch.object(Backend, "compiled", property(lambda self: numba_installed)),
         mock.patch.object(reductions, chosen, wraps=getattr(reductions, chosen)) as engine,
     ):
