@@ -1,7 +1,6 @@
 """The compiled passes of ``synthesis.py`` (numba): the barycentres and categorical draws of
 a block of avatars in one pass (on the CPU here, on the GPU by ``kernels/cuda.py``), and the
-random ranks of the weights; the same operations in the same order as the array code, so the
-same bits."""
+random ranks of the weights."""
 
 from __future__ import annotations
 
@@ -14,12 +13,12 @@ from .kernels.tree import exact_add, exact_mul, shared
 
 def synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,
                    out_codes):  # fmt: skip
-    """Row ``r`` of a block: ``synthesis._barycentre`` (each continuous value the weighted sum
-    of the neighbours' values, added in neighbour order, clipped to their range) and
-    ``synthesis._draw`` (each code that of the neighbour where the running sum of the weights
-    passes the uniform times their total), fused: the same operations in the same order, so
-    the same bits, without the (b, k) temporaries per column. Compiled inline on the CPU and
-    for the GPU (``kernels/cuda.py``), with the exact arithmetic of the tree walks."""
+    """Row ``r`` of a block: each continuous value the weighted sum of the neighbours' values,
+    added in neighbour order and clipped to their range (``synthesis._barycentre``, the same
+    operations in the same order, so the same bits); each code drawn, that of the first
+    neighbour where the running sum of the weights exceeds the uniform times their total.
+    Compiled inline on the CPU and for the GPU (``kernels/cuda.py``), with the exact
+    arithmetic of the tree walks (no fused multiply-add), so both give the same bits."""
     k = neighbours.shape[1]
     for c in range(continuous.shape[1]):
         value = continuous[neighbours[r, 0], c]

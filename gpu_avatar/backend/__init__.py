@@ -2,18 +2,11 @@
 and passed down with what it can run (``choice.py``); the device-memory check (``memory.py``);
 cuDF frames in and out (``frames.py``). The compiled kernels live in ``gpu_avatar.kernels``."""
 
-from .choice import (
-    BACKEND_ENV_VAR,
-    CPU,
-    Backend,
-    check_compiled,
-    numba_available,
-    resolve_backend,
-)
+from .choice import BACKEND_ENV_VAR, CPU, Backend, resolve_backend
 from .frames import is_cudf, like_input, snapshot, to_pandas
 from .memory import ensure_fits
 
 __all__ = [
-    "BACKEND_ENV_VAR", "CPU", "Backend", "check_compiled", "ensure_fits", "is_cudf",
-    "like_input", "numba_available", "resolve_backend", "snapshot", "to_pandas",
+    "BACKEND_ENV_VAR", "CPU", "Backend", "ensure_fits", "is_cudf", "like_input",
+    "resolve_backend", "snapshot", "to_pandas",
 ]  # fmt: skip

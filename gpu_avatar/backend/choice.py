@@ -54,12 +54,6 @@ class Backend:
         imported on first use."""
         return _kernels(self.name)
 
-    @property
-    def compiled(self) -> bool:
-        """Whether the compiled kernels run: always on the GPU, on the CPU when numba is
-        installed (else the same steps run as array code)."""
-        return self.is_gpu or numba_available()
-
     def asarray(self, array: Any, dtype: Any = None) -> Any:
         """Move a host array to the backend's device (no copy on the CPU)."""
         return self.xp.asarray(array, dtype=dtype)
@@ -120,28 +114,6 @@ def _probe_gpu() -> tuple[ModuleType | None, str]:
     if not cuda.is_available():  # e.g. numba-cuda built for another CUDA than the driver's
         return None, f"numba-cuda sees no usable CUDA device (cupy does); {install}"
     return cupy, ""
-
-
-@functools.lru_cache(maxsize=1)
-def numba_available() -> bool:
-    """Whether numba imports (a dependency; a platform without its wheels falls back): the CPU
-    then runs the compiled kernels (``gpu_avatar.kernels``), else the same steps as array
-    code."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def check_compiled(backend: Backend, what: str) -> None:
-    """Refuse ``what`` where the compiled kernels cannot run (a CPU without numba), saying
-    what to change."""
-    if not (backend.is_gpu or numba_available()):
-        raise AvatarError(
-            f"{what} needs numba, which gpu_avatar depends on but cannot import here: "
-            "pip install numba"
-        )
 
 
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:

@@ -34,6 +34,11 @@ def distance_ranks(backend, x, y, own):
     return ranks.distance_ranks(x, y, own)
 
 
+def nearest_squared(backend, queries, references):
+    """Each query's smallest squared distance to ``references`` (``ranks.nearest_squared``)."""
+    return ranks.nearest_squared(queries, references)
+
+
 def nearest_mixed(backend, references, categorical, queries, k: int):
     """Each query's k nearest references by the mixed-type distance (``mixed.py``)."""
     return mixed.nearest_mixed(references, categorical, queries, k)

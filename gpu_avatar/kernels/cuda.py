@@ -212,6 +212,16 @@ def distance_ranks(backend, x, y, own):
             originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
 
 
+def nearest_squared(backend, queries, references):
+    """Each query's smallest squared distance to the rows of ``references``, on the device."""
+    xp = backend.xp
+    first = xp.empty(queries.shape[0], dtype=xp.float64)
+    second = xp.empty(queries.shape[0], dtype=xp.float64)
+    _launch(backend, _two_nearest_kernel, queries.shape[0], *DeviceTree(backend, references).arrays,
+            queries, first, second)  # fmt: skip
+    return first
+
+
 def nearest_others(backend, points, k: int, rows=None):
     """Indices and squared distances ``(m, k)`` of the k nearest others of every point (or of
     the caller rows ``rows``), ordered by (squared distance, index), on the device."""

@@ -6,8 +6,9 @@ each avatar, its two smallest squared distances to the originals.
 (``rank_query``, one CUDA thread each); the CPU applies the same rules in one walk shared by a
 block of neighbouring originals, which scans each leaf, while in cache, from a fixed-width slot
 in vector code. ``two_nearest_query``: an avatar's two smallest squared distances to the
-originals, nearest box first. The CPU's rank walk compiles once per dimension up to
-``SLOT_DIMENSIONS`` (its leaf slots are one array per dimension).
+originals, nearest box first (also each query's nearest reference: ``nearest_squared``). The
+CPU's rank walk compiles once per dimension up to ``SLOT_DIMENSIONS`` (its leaf slots are one
+array per dimension).
 """
 
 from __future__ import annotations
@@ -63,6 +64,16 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
                                   block)  # fmt: skip
         first, second = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
+
+
+def nearest_squared(queries: np.ndarray, references: np.ndarray) -> np.ndarray:
+    """Each query's smallest squared distance to the rows of ``references``
+    (``two_nearest_query``)."""
+    tree = KDTree.build(references)
+    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    with LOCK:
+        first, _ = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
+    return first
 
 
 def _rank_block(n: int) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import CPU, Backend, check_compiled
+from ..backend import CPU, Backend
 from ..errors import AvatarError
 from ..parameters import check_integer
 
@@ -34,5 +34,4 @@ def nearest_references(queries, references, categorical, k: int, backend: Backen
     references = backend.asarray(references, dtype=np.float64)
     if bool(xp.isinf(queries).any()) or bool(xp.isinf(references).any()):
         raise AvatarError("infinite values have no distance: replace them before the search")
-    check_compiled(backend, "the attacks' neighbour scan")
     return backend.kernels.nearest_mixed(backend, references, categorical, queries, k)

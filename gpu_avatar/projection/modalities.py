@@ -7,8 +7,8 @@ from numba import njit
 
 
 def modality_statistics(x: np.ndarray, codes: np.ndarray, offsets: np.ndarray):
-    """``Projection._modality_statistics`` in one pass over the rows (single-threaded: the
-    sums keep the row order of the bincounts, hence their bits)."""
+    """``Projection._modality_statistics`` in one pass over the rows (single-threaded: each
+    sum runs over the rows in order, so its bits do not depend on a thread count)."""
     return _modality_statistics(
         np.ascontiguousarray(x), np.ascontiguousarray(codes, dtype=np.int64), offsets
     )

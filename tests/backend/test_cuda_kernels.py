@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpu_avatar.kernels import knn, ranks, tree
-from gpu_avatar.neighbours.distances import rowwise_squared
+from gpu_avatar.neighbours.distances import pairwise_squared, rowwise_squared
 
 cuda_kernels = pytest.importorskip("gpu_avatar.kernels.cuda")
 
@@ -116,3 +116,15 @@ def test_synthesis_kernel_equals_the_cpu_pass(gpu, n_codes):
     got = cuda_kernels.synthesize_block(gpu, *(gpu.asarray(a) for a in arrays))
     for value, reference in zip(got, expected, strict=True):
         np.testing.assert_array_equal(gpu.to_numpy(value), reference)
+
+
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_nearest_squared_kernel_equals_the_cpu_walk(gpu, name):
+    """Each query's nearest reference (queries and references of different sizes)."""
+    references = _points(name)
+    queries = _points(name, 96)[::-1] + 0.25
+    expected = ranks.nearest_squared(queries, references)
+    got = cuda_kernels.nearest_squared(gpu, gpu.asarray(np.ascontiguousarray(queries)),
+                                       gpu.asarray(references))  # fmt: skip
+    np.testing.assert_array_equal(gpu.to_numpy(got), expected)
+    np.testing.assert_array_equal(expected, pairwise_squared(queries, references, np).min(axis=1))
