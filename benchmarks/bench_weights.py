@@ -28,13 +28,12 @@ import numpy as np
 from _common import measure_isolated, print_tables
 
 from gpu_avatar import synthesis  # imported with the script, before any timing
-from gpu_avatar.backend import CPU
 
 PACKAGES = ("gpu_avatar", "numpy", "numba")
 RULE = "paper"
 
 
-def serial_weights(distances, seed, first_row, zero_distance, compiled):
+def serial_weights(distances, seed, first_row, zero_distance):
     """``random_weights`` before the threads: one block after another."""
     b, k = distances.shape
     distances = synthesis.divisors(distances, zero_distance)
@@ -46,7 +45,7 @@ def serial_weights(distances, seed, first_row, zero_distance, compiled):
             seed, synthesis._STREAM_WEIGHTS, (first_row + start) // synthesis.RANDOM_BLOCK
         )
         exponential = rng.exponential(1.0, size=(stop - start, k))
-        ranks = synthesis.random_ranks(rng.random((stop - start, k - 1)), compiled)
+        ranks = synthesis.random_ranks(rng.random((stop - start, k - 1)))
         raw = exponential * halves[ranks] / distances[start:stop]
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
     return weights
@@ -54,23 +53,23 @@ def serial_weights(distances, seed, first_row, zero_distance, compiled):
 
 def make_distances(n_rows: int, k: int) -> np.ndarray:
     distances = np.random.default_rng(0).exponential(size=(n_rows, k))
-    synthesis.random_weights(distances[:100], np.random.SeedSequence(0), 0, RULE, CPU.compiled)
+    synthesis.random_weights(distances[:100], np.random.SeedSequence(0), 0, RULE)
     return distances  # the rank kernel compiled or loaded above, untimed
 
 
 def one_job(distances: np.ndarray, job: str) -> tuple[np.ndarray, float, float]:
-    seed, compiled = np.random.SeedSequence(0), CPU.compiled
+    seed = np.random.SeedSequence(0)
     wall, cpu = time.perf_counter(), time.process_time()
     if job == "serial (before)":
-        weights = serial_weights(distances, seed, 0, RULE, compiled)
+        weights = serial_weights(distances, seed, 0, RULE)
     elif job == "threads":
-        weights = synthesis.random_weights(distances, seed, 0, RULE, compiled)
+        weights = synthesis.random_weights(distances, seed, 0, RULE)
     else:  # one block a call, as synthesize asks
         weights = np.empty_like(distances)
         for start in range(0, len(distances), synthesis.RANDOM_BLOCK):
             stop = min(start + synthesis.RANDOM_BLOCK, len(distances))
             weights[start:stop] = synthesis.random_weights(
-                distances[start:stop], seed, start, RULE, compiled
+                distances[start:stop], seed, start, RULE
             )
     return weights, time.perf_counter() - wall, time.process_time() - cpu
 

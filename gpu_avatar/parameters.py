@@ -36,8 +36,10 @@ CATEGORICAL_RULES = ("draw", "argmax")
 # How a neighbour at distance 0 (an exact duplicate) is weighted (synthesis.py): "paper" by
 # 1 / 1e-12, all the weight; "bounded" as if it were at the row's nearest non-zero distance.
 ZERO_DISTANCE_RULES = ("paper", "bounded")
-ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")  # exact neighbour searches
-METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")  # exact distance-rank reductions
+# Exact neighbour searches and distance-rank reductions: "kdtree" and "numba" both name the
+# compiled k-d tree (numba on the CPU, numba-cuda on the GPU), "brute" the array tiles.
+ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")
+METRIC_ENGINES = ("auto", "brute", "kdtree", "numba")
 SINGLING_OUT_MODES = ("univariate", "multivariate")
 BACKENDS = ("auto", "cpu", "gpu")
 LINK_METHODS = ("linear_sum_assignment", "minimum_distance", "original_order",

@@ -33,7 +33,6 @@ from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
-_CPU_COMPUTE_ROWS = 1 << 13  # rows per gather on the CPU: temporaries stay cache-sized
 _STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE = 0, 1, 2
 
 
@@ -47,11 +46,9 @@ def random_weights(
     seed: np.random.SeedSequence,
     first_row: int,
     zero_distance: str,
-    compiled: bool = False,
 ) -> np.ndarray:
     """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k);
-    ``zero_distance`` as in the module docstring; ``compiled``: shuffle the ranks with
-    ``cpu_kernels.py`` (the same ranks)."""
+    ``zero_distance`` as in the module docstring."""
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
@@ -63,7 +60,7 @@ def random_weights(
         stop = min(start + RANDOM_BLOCK, b)
         rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
-        ranks = random_ranks(rng.random((stop - start, k - 1)), compiled)
+        ranks = random_ranks(rng.random((stop - start, k - 1)))
         raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
 
@@ -103,22 +100,13 @@ def divisors(distances: np.ndarray, zero_distance: str) -> np.ndarray:
     return np.maximum(distances, np.where(np.isinf(nonzero), 1.0, nonzero))
 
 
-def random_ranks(uniforms: np.ndarray, compiled: bool = False) -> np.ndarray:
+def random_ranks(uniforms: np.ndarray) -> np.ndarray:
     """Per row, a random permutation of 1..k from k - 1 uniforms (Fisher-Yates: position i,
-    from the last down, swaps with position floor(u_i (i + 1))). ``compiled`` gives the same
-    integers 10x faster than the array loop and numpy's per-row ``permuted``."""
-    if compiled:
-        from .backend import cpu_kernels
-        return cpu_kernels.random_ranks(uniforms)
-    b, k = uniforms.shape[0], uniforms.shape[1] + 1
-    ranks = np.tile(np.arange(1, k + 1)[:, None], (1, b))  # position-major: rows contiguous
-    flat, columns = ranks.reshape(-1), np.arange(b)
-    for i in range(k - 1, 0, -1):
-        other = np.minimum((uniforms[:, i - 1] * (i + 1)).astype(np.int64), i) * b + columns
-        swapped = flat[other]
-        flat[other] = ranks[i]
-        ranks[i] = swapped
-    return np.ascontiguousarray(ranks.T)  # C order: the weights are summed along rows
+    from the last down, swaps with position floor(u_i (i + 1))), compiled
+    (``synthesis_kernels.py``: 10x faster than numpy's per-row ``permuted``)."""
+    from .synthesis_kernels import random_ranks as compiled
+
+    return compiled(uniforms)
 
 
 def draw_uniforms(
@@ -158,38 +146,27 @@ def synthesize(
     codes = backend.asarray(codes)
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
-    compute_rows = RANDOM_BLOCK if backend.is_gpu else _CPU_COMPUTE_ROWS
-    fused = backend.compiled and categorical == "draw"
     for start in range(0, n, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
-        weights = backend.asarray(
-            random_weights(host_distances, seed, start, zero_distance, backend.compiled)
-        )
-        uniforms = None
-        if categorical == "draw" and codes.shape[1]:
+        weights = backend.asarray(random_weights(host_distances, seed, start, zero_distance))
+        if categorical == "draw":  # one compiled pass over the block (synthesis_kernels.py)
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
-        if fused:  # one compiled pass over the block (cpu_kernels.py), same values
-            from .backend.cpu_kernels import synthesize_block
-
-            out_continuous[start:stop], out_codes[start:stop] = synthesize_block(
+            out_continuous[start:stop], out_codes[start:stop] = backend.kernels.synthesize_block(
+                backend,
                 continuous,
                 codes,
-                np.ascontiguousarray(neighbour_indices[start:stop]),
+                xp.ascontiguousarray(backend.asarray(neighbour_indices[start:stop])),
                 weights,
-                np.zeros((stop - start, 0)) if uniforms is None else uniforms,
+                uniforms,
             )
             continue
-        for s0 in range(start, stop, compute_rows):
-            s1 = min(s0 + compute_rows, stop)
+        for s0 in range(start, stop, backend.tile_rows):  # "argmax": array code
+            s1 = min(s0 + backend.tile_rows, stop)
             rows = slice(s0 - start, s1 - start)
             neighbours = backend.asarray(neighbour_indices[s0:s1])
             out_continuous[s0:s1] = _barycentre(continuous, neighbours, weights[rows], xp)
-            if not codes.shape[1]:
-                continue
-            if uniforms is not None:
-                out_codes[s0:s1] = _draw(codes, neighbours, weights[rows], uniforms[rows], xp)
-            else:
+            if codes.shape[1]:
                 out_codes[s0:s1] = _argmax(codes, neighbours, weights[rows], n_modalities, xp)
     return out_continuous, out_codes
 
@@ -207,25 +184,6 @@ def _barycentre(continuous, neighbours, weights, xp):
     # Mathematically within the neighbours' range; the clip only removes rounding, so a
     # constant column stays exactly constant.
     return xp.clip(total, low, high)
-
-
-def _draw(codes, neighbours, weights, uniforms, xp):
-    """Each categorical value taken from the neighbour j with probability w_j, (b, pk)."""
-    k = neighbours.shape[1]
-    cumulative = _cumulative_sum(weights, xp)
-    threshold = uniforms * cumulative[:, -1:]
-    chosen = (cumulative[:, :, None] <= threshold[:, None, :]).sum(axis=1)
-    chosen = xp.minimum(chosen, k - 1)  # (b, pk): which neighbour gives each column
-    return codes[xp.take_along_axis(neighbours, chosen, axis=1), xp.arange(codes.shape[1])]
-
-
-def _cumulative_sum(weights, xp):
-    """Running sums along each row, added left to right one column at a time: the order of
-    numpy's ``cumsum`` and of the compiled synthesis, which a device's parallel scan is not."""
-    cumulative = weights.copy()
-    for j in range(1, weights.shape[1]):
-        cumulative[:, j] = cumulative[:, j - 1] + weights[:, j]
-    return cumulative
 
 
 def _argmax(codes, neighbours, weights, n_modalities, xp):

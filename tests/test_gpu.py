@@ -18,9 +18,7 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar.backend import CPU
-from gpu_avatar.metrics import reductions
 from gpu_avatar.metrics.reductions import distance_ranks
-from gpu_avatar.neighbours import search as neighbours
 from gpu_avatar.neighbours.search import nearest_neighbours
 from gpu_avatar.pipeline.avatarize import check_device_memory
 
@@ -35,8 +33,10 @@ def aids():
 @pytest.fixture
 def tree_path(monkeypatch):
     """The device k-d tree above 64 rows (instead of 4096): "auto" takes it on small inputs."""
-    monkeypatch.setattr(neighbours, "GPU_BRUTE_MAX_ROWS", 64)
-    monkeypatch.setattr(reductions, "GPU_BRUTE_MAX_ROWS", 64)
+    from gpu_avatar.kernels import cuda
+
+    monkeypatch.setattr(cuda, "KNN_BRUTE_MAX_ROWS", 64)
+    monkeypatch.setattr(cuda, "RANKS_BRUTE_MAX_ROWS", 64)
 
 
 def _point_sets(n: int = 400):
@@ -116,7 +116,7 @@ def test_kernels_run_on_cupys_current_stream(standin, monkeypatch):
     external streams: the launch is recorded, then run on its one stream.)"""
     from numba import cuda
 
-    from gpu_avatar.backend import cuda_kernels
+    from gpu_avatar.kernels import cuda as driver
 
     launched = []
 
@@ -124,17 +124,17 @@ def test_kernels_run_on_cupys_current_stream(standin, monkeypatch):
         launched.append(pointer)
         return cuda.default_stream()
 
-    monkeypatch.setattr(cuda_kernels.cuda, "external_stream", external_stream)
+    monkeypatch.setattr(driver.cuda, "external_stream", external_stream)
     points = _point_sets(100)["gaussian"]
     expected = nearest_neighbours(points, 3)
     standin.xp.current_stream = type("Stream", (), {"ptr": 0x7F00})()
-    indices, _ = cuda_kernels.nearest_others(standin, standin.asarray(points), 3)
-    cuda_kernels.distance_ranks(standin, *(standin.asarray(a) for a in (points, points[::-1])),
-                                standin.asarray(np.ones(100)))  # fmt: skip
+    indices, _ = driver.nearest_others(standin, standin.asarray(points), 3)
+    driver.distance_ranks(standin, *(standin.asarray(a) for a in (points, points[::-1])),
+                          standin.asarray(np.ones(100)))  # fmt: skip
     assert launched == [0x7F00] * 3  # the kNN, ranks and two-nearest kernels
     np.testing.assert_array_equal(standin.to_numpy(indices), expected[0])
     standin.xp.current_stream = type("Stream", (), {"ptr": 0})()  # CuPy's legacy default
-    cuda_kernels.nearest_others(standin, standin.asarray(points), 3)
+    driver.nearest_others(standin, standin.asarray(points), 3)
     assert len(launched) == 3  # numba's default stream is the legacy one too
 
 

@@ -1,8 +1,10 @@
 """Choice of the array backend: numpy on the CPU, cupy on an NVIDIA GPU.
 
 The backend is resolved once per entry point (``resolve_backend``) and the resulting
-``Backend`` is passed down; numeric code is written against ``backend.xp`` and never tests
-which library it runs on.
+``Backend`` is passed down with what runs on it: numeric code is written against
+``backend.xp`` and ``backend.kernels`` (the compiled kernels: ``gpu_avatar.kernels.cpu`` or
+``.cuda``, the same functions with the same signatures), and never tests which library it runs
+on.
 
 The GPU is usable when cupy imports and sees a device, numba-cuda imports, and a one-line
 kernel compiles (numba-cuda finds libNVVM: a pip wheel, conda, the loader path or
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import importlib
 import logging
 import os
 import time
@@ -32,10 +35,19 @@ BACKEND_ENV_VAR = "GPU_AVATAR_BACKEND"
 
 @dataclass(frozen=True)
 class Backend:
-    """An array namespace (``xp``) plus the conversions to and from host numpy arrays."""
+    """An array namespace (``xp``), its compiled kernels and their limits, plus the
+    conversions to and from host numpy arrays.
+
+    - ``max_k``: the most neighbours a kernel keeps per query (a CUDA thread's top-k has a
+      capacity fixed at compile time; the CPU's none);
+    - ``tile_rows``: rows per step of the array code (gathers, tiles): cache-sized on the CPU,
+      a large launch on the GPU.
+    """
 
     name: str
     xp: ModuleType
+    max_k: int
+    tile_rows: int
 
     def __reduce__(self):
         # Pickled by name (for Dask workers): the receiving process resolves its own module.
@@ -46,10 +58,10 @@ class Backend:
         return self.name == "gpu"
 
     @property
-    def compiled(self) -> bool:
-        """Whether this backend runs the compiled kernels of ``cpu_kernels.py``: the CPU with
-        numba installed (else the same steps run as array code)."""
-        return not self.is_gpu and numba_available()
+    def kernels(self) -> ModuleType:
+        """The compiled kernels: ``gpu_avatar.kernels.cpu`` (numba) or ``.cuda`` (numba-cuda),
+        imported on first use."""
+        return _kernels(self.name)
 
     def asarray(self, array: Any, dtype: Any = None) -> Any:
         """Move a host array to the backend's device (no copy on the CPU)."""
@@ -61,6 +73,13 @@ class Backend:
             return self.xp.asnumpy(array)
         return np.asarray(array)
 
+    def faiss_index(self, faiss: ModuleType, index: Any) -> Any:
+        """A FAISS ``index`` on this backend's device: copied to the GPUs on the GPU backend
+        when FAISS was built with GPU support; else unchanged."""
+        if self.is_gpu and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
+            return faiss.index_cpu_to_all_gpus(index)
+        return index
+
     def free_memory_bytes(self) -> int | None:
         """Device memory a new allocation can use: free on the device plus what CuPy's memory
         pool holds unused (it reuses that first); None on the CPU (host memory is not
@@ -71,7 +90,12 @@ class Backend:
         return int(free) + int(self.xp.get_default_memory_pool().free_bytes())
 
 
-CPU = Backend("cpu", np)
+CPU = Backend("cpu", np, max_k=np.iinfo(np.int64).max, tile_rows=1 << 13)
+
+
+@functools.cache
+def _kernels(name: str) -> ModuleType:
+    return importlib.import_module(f"..kernels.{'cuda' if name == 'gpu' else 'cpu'}", __package__)
 
 
 # The probe's kernel: one thread, one line. 20.5 in, 42.0 out: a kernel that compiled (NVVM
@@ -374,31 +398,6 @@ def _say_fallback(reason: str, stage: str | None) -> None:
         logger.info(message)
 
 
-@functools.lru_cache(maxsize=1)
-def numba_available() -> bool:
-    """Whether numba imports (a dependency; a platform without its wheels falls back): the CPU
-    then runs the compiled kernels of ``cpu_kernels.py``, else the same steps as array
-    code."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def numba_kernels(backend: Backend) -> ModuleType:
-    """``cpu_kernels`` for an explicit ``engine='numba'``, or an error saying what to change."""
-    if backend.is_gpu:
-        raise AvatarError("engine='numba' runs on the CPU: use backend='cpu' or engine='auto'")
-    if not numba_available():
-        raise AvatarError(
-            "engine='numba' needs numba, which gpu_avatar depends on but cannot import here: "
-            "pip install numba, or use engine='auto'"
-        )
-    from . import cpu_kernels
-    return cpu_kernels
-
-
 def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
     """Turn ``"auto" | "cpu" | "gpu"`` (or the GPU_AVATAR_BACKEND variable) into a Backend.
 
@@ -431,4 +430,5 @@ def resolve_backend(backend: str | Backend | None = "auto") -> Backend:
             )
         _say_fallback(reason, getattr(probed, "details", {}).get("stage"))
         return CPU
-    return Backend("gpu", cupy)
+    kernels = _kernels("gpu")
+    return Backend("gpu", cupy, max_k=kernels.MAX_K, tile_rows=1 << 16)

@@ -46,9 +46,7 @@ def ensure_fits(
 def kernel_local_bytes(backend: Backend) -> int:
     """Local memory the driver reserves for the tree kernels: the largest kernel's per-thread
     arrays for every thread the device can hold at once."""
-    from .cuda_kernels import LOCAL_BYTES_PER_THREAD
-
     runtime = backend.xp.cuda.runtime
     properties = runtime.getDeviceProperties(backend.xp.cuda.Device().id)
     threads = properties["multiProcessorCount"] * properties["maxThreadsPerMultiProcessor"]
-    return threads * LOCAL_BYTES_PER_THREAD
+    return threads * backend.kernels.LOCAL_BYTES_PER_THREAD

@@ -17,13 +17,10 @@ with exactly the arithmetic of every other pair and is excluded by index, never 
 subtracting one from a count.
 
 Engines: ``"brute"`` (tiles of X against tiles of Y, memory bounded by the tile, written
-against ``xp`` so cupy runs it unchanged), ``"numba"`` (CPU, when numba is installed: a
-compiled k-d tree walk shared by each block of neighbouring rows, that compares with the
-shared arithmetic itself, ``cpu_kernels.py``) and ``"kdtree"``: on the GPU the same per-node
-rules walked on the device, one thread per row (``cuda_kernels.py``); on the CPU scipy's
-cKDTree counts within a per-row radius taken at ``d_own * (1 -/+ 1e-9)``, a row with anything
-besides its own avatar inside that band being re-checked exactly from the ball's members. All
-give identical results.
+against ``xp`` so cupy runs it unchanged) and ``"kdtree"`` (or ``"numba"``, the same): the
+compiled k-d tree walks of ``kernels/ranks.py``, that compare with the shared arithmetic
+itself, run by the backend's kernels (on the CPU a walk shared by each block of neighbouring
+rows, on the GPU one thread per row). Both give identical results.
 """
 
 from __future__ import annotations
@@ -32,20 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import CPU, Backend, numba_kernels
+from ..backend import CPU, Backend
 from ..errors import AvatarError
 from ..neighbours.distances import pairwise_squared, rowwise_squared
-from ..neighbours.search import query_in_tree_order
 from ..parameters import METRIC_ENGINES, check_choice
-
-BRUTE_MAX_PAIRS_ON_CPU = 25 * 10**6  # n <= 5000: tiles; above, the k-d tree is faster
-GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
-_BAND = 1e-9
-_ROW_CHUNK = 1 << 16
-# Ball members listed per CPU re-check chunk (~200 bytes each): bounds the re-check's memory
-# where exact ties put many avatars inside many rows' radius (duplicated, lattice-like points).
-_RECHECK_CANDIDATES = 1 << 20
-_BALL_VERSUS_TILE = 0.05  # a listed ball member costs about 20 tiled pair comparisons
 
 
 @dataclass
@@ -75,14 +62,8 @@ def distance_ranks(
     y = backend.asarray(avatars, dtype=np.float64)
     if engine == "auto":
         engine = auto_engine(backend, n)
-    if engine == "numba":
-        return _numba(x, y, backend)
-    if engine == "kdtree" and backend.is_gpu:
-        from ..backend import cuda_kernels
-        own = rowwise_squared(x, y, backend.xp)
-        return host_ranks(backend, own, *cuda_kernels.distance_ranks(backend, x, y, own))
-    if engine == "kdtree":
-        return _kdtree(x, y)
+    if engine in ("kdtree", "numba"):
+        return _tree(x, y, backend)
     own = rowwise_squared(x, y, backend.xp)
     cloaking, hidden, best = tile_pass(
         x, y, own, backend.xp.arange(n), backend, tile or default_tile(backend), columns=True
@@ -91,20 +72,15 @@ def distance_ranks(
 
 
 def auto_engine(backend: Backend, n: int) -> str:
-    """The engine ``"auto"`` picks: tiles for small inputs, else a tree (on the GPU the
-    device's, on the CPU the compiled one when numba is installed, else scipy's)."""
-    if backend.is_gpu:
-        return "brute" if n <= GPU_BRUTE_MAX_ROWS else "kdtree"
-    if n * n <= BRUTE_MAX_PAIRS_ON_CPU:
-        return "brute"
-    return "numba" if backend.compiled else "kdtree"
+    """The engine ``"auto"`` picks: tiles up to the kernels' ``RANKS_BRUTE_MAX_ROWS``, the
+    k-d tree above."""
+    return "brute" if n <= backend.kernels.RANKS_BRUTE_MAX_ROWS else "kdtree"
 
 
-def _numba(x, y, backend: Backend) -> DistanceRanks:
-    cpu_kernels = numba_kernels(backend)
-    own = rowwise_squared(x, y, np)
-    cloaking, hidden, first, second = cpu_kernels.distance_ranks(x, y, own)
-    return host_ranks(backend, own, cloaking, hidden, first, second)
+def _tree(x, y, backend: Backend) -> DistanceRanks:
+    """The compiled k-d tree walks of the backend's kernels."""
+    own = rowwise_squared(x, y, backend.xp)
+    return host_ranks(backend, own, *backend.kernels.distance_ranks(backend, x, y, own))
 
 
 def default_tile(backend: Backend) -> int:
@@ -154,82 +130,3 @@ def tile_pass(x, y, own, rows, backend: Backend, tile: int, columns: bool, first
                 two = xp.partition(stacked, 1, axis=0)[:2]
                 best[:, j0:j1] = xp.sort(two, axis=0)
     return cloaking, hidden, best
-
-
-def _kdtree(x: np.ndarray, y: np.ndarray) -> DistanceRanks:
-    """The CPU engine without numba: scipy's ball counts at the banded radius, re-checked."""
-    from scipy.spatial import cKDTree
-
-    n = x.shape[0]
-    own = rowwise_squared(x, y, np)
-    own_distance = np.sqrt(own)
-    avatar_tree = cKDTree(y)
-    high_radius = own_distance * (1 + _BAND) + np.finfo(float).tiny
-    high = _ball_counts(avatar_tree, x, high_radius)
-    # A row whose ball holds its own avatar alone has nothing closer: low = 0 is exact there.
-    low = _ball_counts(avatar_tree, x, own_distance * (1 - _BAND), rows=high > 1)
-    # Only the own avatar in the band: everything below the band is strictly closer.
-    cloaking = (high - 1).astype(np.int64)
-    hidden = (low > 0) & (own > 0)  # at d_own = 0 the low ball holds the own avatar
-    recheck = np.nonzero((high - low > 1) | ((own == 0) & (high > 1)))[0]
-    # Re-check from the ball members, unless listing them costs more than comparing the rows
-    # with every avatar (many exact ties: lattice-like or duplicated points).
-    listed = int(high[recheck].sum()) if recheck.size else 0
-    if recheck.size and listed > _BALL_VERSUS_TILE * recheck.size * n:
-        cloaking[recheck], hidden[recheck], _ = tile_pass(
-            x, y, own, recheck, CPU, default_tile(CPU), columns=False
-        )
-    elif recheck.size:
-        _recheck_by_ball(avatar_tree, x, y, own, high_radius, recheck, cloaking, hidden)
-
-    original_tree = cKDTree(x)
-    # x_i and y_i are close: the originals' leaf order suits the avatars too
-    _, candidates = query_in_tree_order(
-        original_tree, lambda q: original_tree.query(q, k=2, workers=-1), y
-    )
-    d2 = np.sort(rowwise_squared(y, x[candidates], np), axis=1)
-    return host_ranks(CPU, own, cloaking, hidden, d2[:, 0], d2[:, 1])
-
-
-def _ball_counts(tree, points: np.ndarray, radius: np.ndarray, rows=None) -> np.ndarray:
-    """Number of tree points within ``radius[i]`` of ``points[i]`` for the ``rows`` mask (all
-    rows by default; 0 elsewhere)."""
-    counts = np.zeros(points.shape[0], dtype=np.int64)
-    # points[i] lies near the tree's point i (an original and its own avatar): querying in
-    # the tree's leaf order keeps neighbouring queries on the same nodes (~30 % faster).
-    order = np.asarray(tree.indices)
-    if rows is not None:
-        order = order[rows[order]]
-    counts[order] = tree.query_ball_point(
-        points[order], radius[order], return_length=True, workers=-1
-    )
-    return counts
-
-
-def _recheck_chunks(rows: np.ndarray, ball_sizes: np.ndarray):
-    """Consecutive groups of ``rows``: at most ``_ROW_CHUNK`` rows whose balls hold at most
-    ``_RECHECK_CANDIDATES`` members together (a single row may exceed that alone)."""
-    ends = np.cumsum(ball_sizes)
-    start = 0
-    while start < rows.size:
-        listed_before = ends[start - 1] if start else 0
-        stop = int(np.searchsorted(ends, listed_before + _RECHECK_CANDIDATES, side="right"))
-        stop = min(max(stop, start + 1), start + _ROW_CHUNK)
-        yield rows[start:stop]
-        start = stop
-
-
-def _recheck_by_ball(tree, x, y, own, radius, rows, cloaking, hidden) -> None:
-    """CPU: exact counts for ``rows`` from every avatar inside their high-band ball."""
-    for chunk in _recheck_chunks(rows, cloaking[rows] + 1):  # ball sizes: the high counts
-        found = tree.query_ball_point(x[chunk], radius[chunk], workers=-1)
-        counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
-        owner = np.repeat(chunk, counts)
-        candidate = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
-        d2 = rowwise_squared(x[owner], y[candidate], np)
-        other = candidate != owner
-        at_most = other & (d2 <= own[owner])
-        hides = other & ((d2 < own[owner]) | ((d2 == own[owner]) & (candidate < owner)))
-        position = np.searchsorted(chunk, owner)
-        cloaking[chunk] = np.bincount(position, weights=at_most, minlength=chunk.size)
-        hidden[chunk] = np.bincount(position, weights=hides, minlength=chunk.size) > 0

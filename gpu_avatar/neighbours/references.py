@@ -1,10 +1,10 @@
 """Exact k nearest REFERENCE rows of query rows by the mixed-type distance of the attacks.
 
 What the attacks need (``metrics/attacks/``): each attacked individual's closest synthetic
-rows. The distance (``cpu_kernels.mixed_distance``): numbers divided by their range, ``|x - y|``;
-categories 0 when equal, 1 otherwise; 0 for two missing values, 1 for one. One scan, written
-once (``cpu_kernels.nearest_mixed_scan``), compiled for the CPU (numba, references in
-cache-sized blocks, queries in parallel) and for the GPU (numba-cuda, one thread per query):
+rows. The distance: numbers divided by their range, ``|x - y|``; categories 0 when equal, 1
+otherwise; 0 for two missing values, 1 for one. One scan, written once (``kernels/mixed.py``),
+run by the backend's kernels on the CPU (numba, references in cache-sized blocks, queries in
+parallel) and on the GPU (numba-cuda, one thread per query):
 every reference is measured in index order, so neighbours are ordered by (distance, index),
 ties going to the lower index; a pair's sum stops once it exceeds the current k-th distance,
 and a query stops once that distance is 0. Exact, no index to approximate.
@@ -14,25 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import CPU, Backend, numba_available
+from ..backend import CPU, Backend
 from ..errors import AvatarError
 from ..parameters import check_integer
-
-
-def most_references(backend: Backend) -> int:
-    """The largest k the backend's scan keeps (the GPU's per-thread top-k has a fixed
-    capacity; the CPU's none)."""
-    if backend.is_gpu:
-        from ..backend.cuda_kernels import MAX_K
-
-        return MAX_K
-    return np.iinfo(np.int64).max
 
 
 def nearest_references(queries, references, categorical, k: int, backend: Backend = CPU):
     """Indices (n_queries, k) int64 and distances (n_queries, k) float64 of each query's k
     nearest references, as backend arrays; ``categorical`` flags the code columns."""
-    check_integer("k", k, 1, min(references.shape[0], most_references(backend)))
+    check_integer("k", k, 1, min(references.shape[0], backend.max_k))
     categorical = np.asarray(categorical, dtype=bool)
     if not queries.shape[1] == references.shape[1] == categorical.shape[0]:
         raise AvatarError(
@@ -44,13 +34,4 @@ def nearest_references(queries, references, categorical, k: int, backend: Backen
     references = backend.asarray(references, dtype=np.float64)
     if bool(xp.isinf(queries).any()) or bool(xp.isinf(references).any()):
         raise AvatarError("infinite values have no distance: replace them before the search")
-    if backend.is_gpu:
-        from ..backend import cuda_kernels
-
-        return cuda_kernels.nearest_mixed(backend, references, categorical, queries, k)
-    if not numba_available():
-        raise AvatarError("the attacks' neighbour scan is compiled by numba, which gpu_avatar "
-                          "depends on but cannot import here: pip install numba")
-    from ..backend import cpu_kernels
-
-    return cpu_kernels.nearest_mixed(references, categorical, queries, k)
+    return backend.kernels.nearest_mixed(backend, references, categorical, queries, k)

@@ -7,41 +7,35 @@ index: a fast index only proposes candidates, which are then verified exactly.
 
 Engines:
 - ``"brute"``: every pair, tile by tile with a running top-k (array code: numpy or cupy).
-- ``"numba"`` (CPU, when numba is installed; what ``"auto"`` picks there): the compiled k-d
-  tree walk of ``cpu_kernels.py``, exact by construction (same arithmetic, ties by index).
-- ``"kdtree"``: on the GPU (what ``"auto"`` picks above ``GPU_BRUTE_MAX_ROWS``) the flat k-d
-  tree walked on the device, one thread per point (``cuda_kernels.py``), exact by construction
-  like the CPU walk; on the CPU scipy's cKDTree as a candidate index (below).
+- ``"kdtree"`` (or ``"numba"``, the same): the compiled k-d tree walk of ``kernels/knn.py``,
+  exact by construction (same arithmetic, ties by index), run by the backend's kernels: on
+  the CPU (numba; what ``"auto"`` picks there), on the GPU one thread per point (numba-cuda;
+  what ``"auto"`` picks above the kernels' ``KNN_BRUTE_MAX_ROWS``).
 - ``"faiss"``, ``"cuml"``: FAISS (flat L2 index, on the GPU when FAISS has GPU support) and
   cuML's brute-force search as candidate indexes, when importable and asked for.
 
 Candidate indexes ask for k + 2 candidates per point, recompute their distances exactly, and
 keep the first k by (distance, index). The result is certain when the k-th exact distance is
 below the index's distance to its farthest candidate by more than the index's own rounding
-error (every point not proposed is at least that far): about 1e-9 relative for scipy's float64
-tree, and for the float32 indexes (FAISS, cuML) a bound proved in ``_float32_certificate``,
-about (2 d + 16) 2^-24 times the squared norms of the (centred) points. The other rows are
-answered exactly by a k-d tree walk (the device's on the GPU, the compiled one on the CPU with
-numba, else from a ball query around the k-th distance).
+error (every point not proposed is at least that far): for the float32 indexes (FAISS, cuML)
+a bound proved in ``_float32_certificate``, about (2 d + 16) 2^-24 times the squared norms of
+the (centred) points. The other rows are answered exactly by the compiled k-d tree walk.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend import CPU, Backend, numba_kernels
+from ..backend import CPU, Backend
 from ..errors import AvatarError, import_extra
 from ..parameters import ENGINES, check_choice, check_integer
-from .distances import pairwise_squared, rowwise_squared
+from .distances import pairwise_squared
 
-GPU_BRUTE_MAX_ROWS = 4096  # "auto" on the GPU: array tiles up to here, the device tree above
-_TREE_RELATIVE_ERROR = 1e-9  # float64 trees: distances exact to far better than this
 # Float32 candidate indexes (FAISS, cuML): see _float32_certificate.
 _FLOAT32_UNIT_ROUNDOFF = 2.0**-24  # u, half of float32's machine epsilon
 _FLOAT32_UNDERFLOW = 2.0**-100  # absolute: every float32 underflow in a distance, and more
 _FLOAT32_MAX_SQUARED_NORM = 2.0**125  # above, a float32 distance could overflow: no certificate
 _FLOAT32_MAX_DIMENSIONS = 1 << 20  # the bound's second-order slack holds up to here
-_ROW_CHUNK = 1 << 16
 
 
 def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "auto"):
@@ -57,96 +51,52 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     if engine == "brute":
         indices, squared = _brute(points, k, backend)
         return indices, xp.sqrt(squared)
-    if engine == "numba":
-        indices, squared = numba_kernels(backend).nearest_others(points, k)
-        return indices, np.sqrt(squared)
-    if engine == "kdtree" and backend.is_gpu:
-        indices, squared = _device_tree_neighbours(points, k, backend)
+    if engine in ("kdtree", "numba"):
+        indices, squared = _tree_neighbours(points, k, backend)
         return indices, xp.sqrt(squared)
     candidates, far_squared, margin = _PROPOSERS[engine](points, min(k + 2, n), backend)
-    indices, squared, uncertain = _verify(points, candidates, far_squared, margin, k, backend)
+    indices, squared, uncertain = backend.kernels.verify_candidates(
+        backend, points, candidates, far_squared, margin, k
+    )
     if uncertain.size:
-        indices[uncertain], squared[uncertain] = _exact_rows(
-            points, uncertain, k, backend, squared[uncertain, k - 1]
-        )
+        indices[uncertain], squared[uncertain] = _tree_neighbours(points, k, backend, uncertain)
     return indices, xp.sqrt(squared)
 
 
-def _device_tree_neighbours(points, k: int, backend: Backend, rows=None):
-    from ..backend import cuda_kernels
-    if k > cuda_kernels.MAX_K:
+def _tree_neighbours(points, k: int, backend: Backend, rows=None):
+    """The compiled k-d tree's k nearest others of every point (or of the rows ``rows``)."""
+    if k > backend.max_k:
         raise AvatarError(
-            f"the GPU k-d tree search keeps at most {cuda_kernels.MAX_K} neighbours, got "
-            f"k = {k}: use engine='brute' (exact, slower) or backend='cpu'"
+            f"the {backend.name.upper()} k-d tree search keeps at most {backend.max_k} "
+            f"neighbours, got k = {k}: use engine='brute' (exact, slower) or backend='cpu'"
         )
-    return cuda_kernels.nearest_others(backend, points, k, rows)
-
-
-def _exact_rows(points, rows, k: int, backend: Backend, bound):
-    """The exact k nearest others of the points ``rows`` (whose candidates fell short);
-    ``bound``: their candidates' squared k-th distances, at least the true ones."""
-    if backend.is_gpu:
-        return _device_tree_neighbours(points, k, backend, rows)
-    if backend.compiled:
-        from ..backend.cpu_kernels import nearest_others_of
-
-        return nearest_others_of(points, rows, k)
-    return _nearest_by_ball(points, rows, k, bound)
+    return backend.kernels.nearest_others(backend, points, k, rows)
 
 
 def _auto_engine(backend: Backend, n: int, k: int) -> str:
-    """CPU: the compiled k-d tree when numba is installed, else scipy's. GPU: array tiles for
-    small tables (or more neighbours than the tree kernel keeps), the device tree above."""
-    if not backend.is_gpu:
-        return "numba" if backend.compiled else "kdtree"
-    from ..backend.cuda_kernels import MAX_K
-
-    return "brute" if n <= GPU_BRUTE_MAX_ROWS or k > MAX_K else "kdtree"
+    """Array tiles up to the kernels' ``KNN_BRUTE_MAX_ROWS`` (the GPU's, for small tables) or
+    for more neighbours than they keep; the compiled k-d tree above."""
+    if n <= backend.kernels.KNN_BRUTE_MAX_ROWS or k > backend.max_k:
+        return "brute"
+    return "kdtree"
 
 
 def nearest_reference_distances(queries, references, backend: Backend = CPU) -> np.ndarray:
     """Exact distance (this module's arithmetic) of each query row to its nearest row of
-    ``references``, as a numpy array: scipy's k-d tree proposes the nearest, then every
-    reference within the proposed distance (widened by the tree's rounding) is measured."""
-    from scipy.spatial import cKDTree
-
-    queries = np.ascontiguousarray(backend.to_numpy(queries), dtype=np.float64)
-    references = np.ascontiguousarray(backend.to_numpy(references), dtype=np.float64)
-    tree = cKDTree(references)
-    proposed, nearest = tree.query(queries, k=1, workers=-1)
-    squared = rowwise_squared(queries, references[nearest], np)
-    rows = np.flatnonzero(squared > 0)  # a duplicate found is exactly at 0: nothing is closer
-    for start in range(0, rows.size, _ROW_CHUNK):
-        chunk = rows[start : start + _ROW_CHUNK]
-        radius = np.maximum(proposed[chunk], np.sqrt(squared[chunk])) * (
-            1 + _TREE_RELATIVE_ERROR) + np.finfo(float).tiny
-        found = tree.query_ball_point(queries[chunk], radius, workers=-1)
-        counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
-        owner = np.repeat(chunk, counts)
-        candidate = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
-        np.minimum.at(squared, owner, rowwise_squared(queries[owner], references[candidate], np))
-    return np.sqrt(squared)
+    ``references``, as a numpy array: the compiled k-d tree walk of the backend's kernels."""
+    xp = backend.xp
+    queries = xp.ascontiguousarray(backend.asarray(queries, dtype=np.float64))
+    references = backend.asarray(references, dtype=np.float64)
+    squared = backend.kernels.nearest_squared(backend, queries, references)
+    return backend.to_numpy(xp.sqrt(squared))
 
 
 # ------------------------------------------------------------------ candidate proposers
-def _kdtree_candidates(points, q: int, backend: Backend):
-    from scipy.spatial import cKDTree
-
-    tree = cKDTree(points)
-    distances, candidates = query_in_tree_order(
-        tree, lambda p: tree.query(p, k=q, workers=-1), points
-    )
-    far = distances[:, -1] ** 2
-    return candidates.astype(np.int64), far, _TREE_RELATIVE_ERROR * far
-
-
 def _faiss_candidates(points, q: int, backend: Backend):
     faiss = import_extra("faiss", "faiss", "engine='faiss'")
 
     host, norms = _float32_points(np.asarray(backend.to_numpy(points), dtype=np.float64), np)
-    index = faiss.IndexFlatL2(host.shape[1])
-    if backend.is_gpu and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:  # a GPU build
-        index = faiss.index_cpu_to_all_gpus(index)
+    index = backend.faiss_index(faiss, faiss.IndexFlatL2(host.shape[1]))
     index.add(host)
     reported, candidates = index.search(host, q)  # float32 squared distances
     far, margin = _float32_certificate(
@@ -230,107 +180,7 @@ def _float32_certificate(reported, norms, dim: int, xp):
     return xp.where(usable, far, 0.0), xp.where(usable, margin, xp.inf)
 
 
-_PROPOSERS = {"kdtree": _kdtree_candidates, "faiss": _faiss_candidates, "cuml": _cuml_candidates}
-
-
-def query_in_tree_order(tree, query, *per_row):
-    """``query(*per_row)`` run with the rows sorted in ``tree``'s leaf order (the rows being
-    the tree's points, or points close to them), results put back in the original order.
-    Neighbouring queries then visit the same nodes: about 30 % faster on 2 x 10^5 points in
-    5-D (cKDTree, k = 22), for identical results."""
-    order = np.asarray(tree.indices)
-    results = query(*(values[order] for values in per_row))
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size)
-    if isinstance(results, tuple):
-        return tuple(np.asarray(result)[inverse] for result in results)
-    return np.asarray(results)[inverse]
-
-
-# ------------------------------------------------------------------- exact verification
-def _sort_by_distance_then_index(squared, candidates, xp):
-    """Order each row by (squared distance, index): two stable sorts make a lexicographic one."""
-    by_index = xp.argsort(candidates, axis=1, kind="stable")
-    squared = xp.take_along_axis(squared, by_index, axis=1)
-    candidates = xp.take_along_axis(candidates, by_index, axis=1)
-    by_distance = xp.argsort(squared, axis=1, kind="stable")
-    return xp.take_along_axis(squared, by_distance, axis=1), xp.take_along_axis(
-        candidates, by_distance, axis=1
-    )
-
-
-def _order_candidates(d2, block, own_rows, xp):
-    """Candidates without the point itself, ordered by (squared distance, index).
-
-    The index usually lists the point itself first and the others already in order: those
-    rows are only shifted; the others are sorted."""
-    self_first = block[:, 0] == own_rows
-    rest_d2, rest = d2[:, 1:], block[:, 1:]
-    in_order = (rest_d2[:, 1:] > rest_d2[:, :-1]) | (
-        (rest_d2[:, 1:] == rest_d2[:, :-1]) & (rest[:, 1:] > rest[:, :-1])
-    )
-    simple = self_first & in_order.all(axis=1)
-    out_d2, out = xp.full(d2.shape, xp.inf), block.copy()
-    out_d2[:, :-1], out[:, :-1] = rest_d2, rest
-    other = xp.nonzero(~simple)[0]
-    if other.size:
-        masked = xp.where(block[other] == own_rows[other, None], xp.inf, d2[other])
-        out_d2[other], out[other] = _sort_by_distance_then_index(masked, block[other], xp)
-    return out_d2, out
-
-
-def _verify(points, candidates, far_squared, margin, k: int, backend: Backend):
-    """Exact top-k among candidates, and the rows whose top-k the index cannot guarantee."""
-    if backend.compiled:  # the same, in one compiled pass
-        from ..backend.cpu_kernels import verify_candidates
-
-        return verify_candidates(points, candidates, far_squared, margin, k)
-    xp = backend.xp
-    n = points.shape[0]
-    indices = xp.empty((n, k), dtype=xp.int64)
-    squared = xp.empty((n, k), dtype=xp.float64)
-    uncertain = []
-    exhaustive = candidates.shape[1] >= n  # every point was proposed: nothing can be missing
-    for start in range(0, n, _ROW_CHUNK):
-        stop = min(start + _ROW_CHUNK, n)
-        block = candidates[start:stop]
-        d2 = rowwise_squared(points[start:stop], points[block], xp)
-        d2, block = _order_candidates(d2, block, xp.arange(start, stop), xp)
-        indices[start:stop] = block[:, :k]
-        squared[start:stop] = d2[:, :k]
-        if not exhaustive:
-            bound = far_squared[start:stop] - margin[start:stop]
-            uncertain.append(xp.nonzero(d2[:, k - 1] >= bound)[0] + start)
-    rows = xp.concatenate(uncertain) if uncertain else xp.zeros(0, dtype=xp.int64)
-    return indices, squared, rows
-
-
-def _nearest_by_ball(points: np.ndarray, rows: np.ndarray, k: int, bound: np.ndarray):
-    """CPU without numba: the k nearest others of ``rows`` from every point within the
-    squared distance ``bound`` of each."""
-    from scipy.spatial import cKDTree
-
-    tree = cKDTree(points)
-    indices = np.empty((rows.size, k), dtype=np.int64)
-    squared = np.empty((rows.size, k))
-    for start in range(0, rows.size, _ROW_CHUNK):
-        chunk = rows[start : start + _ROW_CHUNK]
-        out = slice(start, start + chunk.size)
-        radius = np.sqrt(bound[out]) * (1 + _TREE_RELATIVE_ERROR) + np.finfo(float).tiny
-        found = tree.query_ball_point(points[chunk], radius, workers=-1)
-        counts = np.fromiter((len(f) for f in found), dtype=np.int64, count=chunk.size)
-        owner = np.repeat(chunk, counts)
-        candidate = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
-        keep = candidate != owner
-        owner, candidate = owner[keep], candidate[keep]
-        d2 = rowwise_squared(points[owner], points[candidate], np)
-        order = np.lexsort((candidate, d2, owner))
-        owner, candidate, d2 = owner[order], candidate[order], d2[order]
-        first = np.searchsorted(owner, chunk)
-        take = first[:, None] + np.arange(k)[None, :]
-        indices[out] = candidate[take]
-        squared[out] = d2[take]
-    return indices, squared
+_PROPOSERS = {"faiss": _faiss_candidates, "cuml": _cuml_candidates}
 
 
 # ------------------------------------------------------------------------ brute force

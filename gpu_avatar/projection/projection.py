@@ -71,11 +71,11 @@ class Projection:
     """FAMD/PCA/MCA on an ``EncodedTable``.
 
     The fit (means, proportions, Gram matrix, axes) runs on the host for every backend: the
-    encoded table is there already, its passes are compiled when numba is installed, and the
-    axes are then the same bits whichever backend runs next. Coordinates are computed on the
-    backend by elementwise operations in a fixed order (no matrix product, whose summation
-    order differs between BLAS and cuBLAS), so the CPU and the GPU give identical coordinates,
-    hence identical neighbours.
+    encoded table is there already, its passes are compiled (numba), and the axes are then the
+    same bits whichever backend runs next. Coordinates are computed on the backend by
+    elementwise operations in a fixed order (no matrix product, whose summation order differs
+    between BLAS and cuBLAS), so the CPU and the GPU give identical coordinates, hence
+    identical neighbours.
     """
 
     def __init__(self, kind: str, variable_weights: np.ndarray, backend: Backend) -> None:
@@ -182,30 +182,11 @@ class Projection:
     def _modality_statistics(self, x: np.ndarray, codes: np.ndarray):
         """Per modality, the sums of the chunk's scaled continuous values (modalities, pc),
         and the co-occurrence counts of every modality pair of two variables j <= l
-        (modalities, modalities; a variable's own block is diagonal: its counts). Sums run
-        over the rows in order, so the compiled pass (numba) gives the same bits as the
-        bincounts."""
-        if CPU.compiled:
-            from ..backend.cpu_kernels import modality_statistics
+        (modalities, modalities; a variable's own block is diagonal: its counts), in one
+        compiled pass over the rows in order (``modalities.py``)."""
+        from .modalities import modality_statistics
 
-            return modality_statistics(x, codes, self.offsets_)
-        total, n_continuous = int(self.offsets_[-1]), x.shape[1]
-        sums = np.zeros((total, n_continuous))
-        cross = np.zeros((total, total), dtype=np.int64)
-        for j, m_j in enumerate(self.n_modalities_):
-            block_j = slice(int(self.offsets_[j]), int(self.offsets_[j + 1]))
-            if n_continuous:
-                cells = codes[:, j, None] * n_continuous + np.arange(n_continuous)
-                sums[block_j] = np.bincount(
-                    cells.ravel(), weights=x.ravel(), minlength=m_j * n_continuous
-                ).reshape(m_j, n_continuous)
-            for other in range(j, len(self.n_modalities_)):
-                m_l = self.n_modalities_[other]
-                block_l = slice(int(self.offsets_[other]), int(self.offsets_[other + 1]))
-                cross[block_j, block_l] = np.bincount(
-                    codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l
-                ).reshape(m_j, m_l)
-        return sums, cross
+        return modality_statistics(x, codes, self.offsets_)
 
     def transform(self, encoded: EncodedTable, n_components: int | None = None) -> Any:
         """Coordinates (n, n_components) as a backend array: the continuous values times

@@ -8,7 +8,7 @@
   children (``default_block_size``); above, both sides are split jointly by recursive median
   cuts along the widest coordinate into balanced blocks (as many slots as children in each),
   every block solved exactly, blocks in parallel processes. A block where parents have many
-  children each is the transportation problem it is (``cpu_kernels.transport``: each parent
+  children each is the transportation problem it is (``transport.py``: each parent
   once, with its count as capacity); one where they have few, scipy's dense
   ``linear_sum_assignment`` of the slots. Both give the block's exact optimum. The worker
   processes are forked (the platform's default), or started from a forkserver once CUDA may
@@ -93,12 +93,12 @@ def assign_minimum_distance(children: np.ndarray, parents: np.ndarray) -> Assign
 
 def _solve_block(slot_points: np.ndarray, child_points: np.ndarray) -> tuple[np.ndarray, float]:
     """Optimal slot for each child of one block, and the block's cost: the slots of one
-    parent as one column with a capacity (``cpu_kernels.transport``) when parents have many
+    parent as one column with a capacity (``transport.py``) when parents have many
     children each, else the dense assignment of the slots."""
     from scipy.optimize import linear_sum_assignment
     from scipy.spatial.distance import cdist
 
-    from ..backend.cpu_kernels import transport
+    from .transport import transport
 
     parents, slot_parent, capacity = np.unique(slot_points, axis=0, return_inverse=True,
                                                return_counts=True)
@@ -183,11 +183,11 @@ def pool_context():
         return None
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
-    from ..backend import cpu_kernels  # the transport solver's module (numba, no CUDA)
+    from . import transport  # the transport solver's module (numba, no CUDA)
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(
-        [__name__, cpu_kernels.__name__, "scipy.optimize", "scipy.spatial.distance"]
+        [__name__, transport.__name__, "scipy.optimize", "scipy.spatial.distance"]
     )
     return context
 

@@ -26,7 +26,7 @@ import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
 from cuda.bindings import nvjitlink
 from numba import cuda, types as nt
-from gpu_avatar.backend import cuda_kernels as ck
+from gpu_avatar.kernels import cuda as ck
 
 f2, f1 = nt.float64[:, ::1], nt.float64[::1]
 i2, i1, b1 = nt.int64[:, ::1], nt.int64[::1], nt.boolean[::1]
@@ -38,6 +38,8 @@ kernels = {
 for capacity in ck.K_CAPACITIES:
     kernels[f"knn {capacity}"] = (ck._knn_kernel(capacity), tree + (i1, nt.int64, i2, f2))
     kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity), (f2, b1, f2, nt.int64, i2, f2))
+kernels["verify"] = (ck._verify_kernel, (f2, i2, nt.int64, i2, f2))
+kernels["synthesis"] = (ck._synthesis_kernel, (f2, i2, i2, f2, f2, f2, i2))
 report = {}
 for name, (kernel, signature) in kernels.items():
     ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
@@ -79,7 +81,7 @@ def compiled() -> dict:
 
 
 def test_every_kernel_compiles_for_sm_90_without_spills(compiled):
-    assert set(compiled) == {"rank", "two nearest"} | {
+    assert set(compiled) == {"rank", "two nearest", "verify", "synthesis"} | {
         f"{kind} {capacity}" for kind in ("knn", "mixed") for capacity in (16, 32, 64, 128)}
     for name, kernel in compiled.items():
         assert kernel["sm_90"], name

@@ -14,10 +14,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from gpu_avatar.backend import cpu_kernels
-from gpu_avatar.neighbours.distances import rowwise_squared
+from gpu_avatar.kernels import knn, ranks, tree
+from gpu_avatar.neighbours.distances import pairwise_squared, rowwise_squared
 
-cuda_kernels = pytest.importorskip("gpu_avatar.backend.cuda_kernels")
+cuda_kernels = pytest.importorskip("gpu_avatar.kernels.cuda")
 
 
 def _points(name: str, n: int = 240) -> np.ndarray:
@@ -32,7 +32,7 @@ def _points(name: str, n: int = 240) -> np.ndarray:
 POINT_SETS = ("random", "integer ties", "duplicates")
 
 
-@pytest.mark.parametrize("leaf_size", [cpu_kernels.LEAF_SIZE, 1, 5])
+@pytest.mark.parametrize("leaf_size", [tree.LEAF_SIZE, 1, 5])
 @pytest.mark.parametrize("name", POINT_SETS)
 def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
     x = _points(name)
@@ -41,8 +41,8 @@ def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
     if name != "random":  # keep the ties exact
         y = x[rng.permutation(len(x))]
     own = rowwise_squared(x, y, np)
-    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
-        expected = cpu_kernels.distance_ranks(x, y, own)
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+        expected = ranks.distance_ranks(x, y, own)
         got = cuda_kernels.distance_ranks(gpu, gpu.asarray(x), gpu.asarray(y), gpu.asarray(own))
     labels = ("cloaking", "hidden", "first", "second")
     for label, value, reference in zip(labels, got, expected, strict=True):
@@ -53,7 +53,7 @@ def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
 @pytest.mark.parametrize("name", POINT_SETS)
 def test_knn_kernel_equals_the_cpu_walk(gpu, name, k):
     points = _points(name)
-    expected_indices, expected_squared = cpu_kernels.nearest_others(points, k)
+    expected_indices, expected_squared = knn.nearest_others(points, k)
     indices, squared = cuda_kernels.nearest_others(gpu, gpu.asarray(points), k)
     np.testing.assert_array_equal(gpu.to_numpy(indices), expected_indices)
     np.testing.assert_array_equal(gpu.to_numpy(squared), expected_squared)
@@ -63,11 +63,11 @@ def test_knn_kernel_equals_the_cpu_walk(gpu, name, k):
 def test_knn_kernel_on_deep_trees_and_a_subset_of_rows(gpu, leaf_size):
     points = _points("integer ties", 150)
     rows = np.array([149, 0, 77, 3, 3])  # any order, repeats allowed
-    expected_indices, expected_squared = cpu_kernels.nearest_others(points, 9)
-    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+    expected_indices, expected_squared = knn.nearest_others(points, 9)
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
         on_device = gpu.asarray(points), 9, gpu.asarray(rows)
         indices, squared = cuda_kernels.nearest_others(gpu, *on_device)
-        cpu_indices, cpu_squared = cpu_kernels.nearest_others_of(points, rows, 9)
+        cpu_indices, cpu_squared = knn.nearest_others_of(points, rows, 9)
     np.testing.assert_array_equal(gpu.to_numpy(indices), expected_indices[rows])
     np.testing.assert_array_equal(gpu.to_numpy(squared), expected_squared[rows])
     np.testing.assert_array_equal(cpu_indices, expected_indices[rows])
@@ -80,3 +80,51 @@ def test_every_capacity_holds_k_and_larger_k_is_refused():
     ]  # fmt: skip
     with pytest.raises(ValueError, match="capacity"):
         cuda_kernels.capacity_for(cuda_kernels.MAX_K + 1)
+
+
+@pytest.mark.parametrize("exhaustive", [False, True])
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_verify_kernel_equals_the_cpu_pass(gpu, name, exhaustive):
+    """Index candidates in any order, the row itself among them or not, re-checked exactly:
+    the same neighbours, distance bits and uncertain rows."""
+    n, k = (24, 6) if exhaustive else (120, 5)
+    points = _points(name, n)
+    rng = np.random.default_rng(2)
+    width = n if exhaustive else k + 2
+    candidates = np.stack([rng.permutation(n)[:width] for _ in range(n)])
+    far = rng.uniform(0.0, 2.0, n)
+    margin = np.full(n, 1e-9)
+    expected = knn.verify_candidates(points, candidates, far, margin, k)
+    got = cuda_kernels.verify_candidates(gpu, *(gpu.asarray(a) for a in (points, candidates,
+                                                                         far, margin)), k)
+    for label, value, reference in zip(("indices", "squared", "uncertain"), got, expected,
+                                       strict=True):  # fmt: skip
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference, err_msg=label)
+
+
+@pytest.mark.parametrize("n_codes", [0, 3])
+def test_synthesis_kernel_equals_the_cpu_pass(gpu, n_codes):
+    from gpu_avatar import synthesis_kernels
+
+    rng = np.random.default_rng(4)
+    n, k = 150, 7
+    weights = rng.exponential(size=(n, k))
+    arrays = (rng.normal(size=(n, 4)), rng.integers(0, 5, size=(n, n_codes)),
+              rng.integers(0, n, size=(n, k)), weights / weights.sum(axis=1, keepdims=True),
+              rng.random((n, n_codes)))  # fmt: skip
+    expected = synthesis_kernels.synthesize_block(*arrays)
+    got = cuda_kernels.synthesize_block(gpu, *(gpu.asarray(a) for a in arrays))
+    for value, reference in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference)
+
+
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_nearest_squared_kernel_equals_the_cpu_walk(gpu, name):
+    """Each query's nearest reference (queries and references of different sizes)."""
+    references = _points(name)
+    queries = _points(name, 96)[::-1] + 0.25
+    expected = ranks.nearest_squared(queries, references)
+    got = cuda_kernels.nearest_squared(gpu, gpu.asarray(np.ascontiguousarray(queries)),
+                                       gpu.asarray(references))  # fmt: skip
+    np.testing.assert_array_equal(gpu.to_numpy(got), expected)
+    np.testing.assert_array_equal(expected, pairwise_squared(queries, references, np).min(axis=1))

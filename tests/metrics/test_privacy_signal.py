@@ -16,11 +16,10 @@ from realdata import read_dataset
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
-from gpu_avatar.backend import numba_available
 from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS, SIGNAL_TARGETS
 
 CATEGORICAL_MAX_DISTINCT = 10
-ENGINES = ("brute", "kdtree", "numba") if numba_available() else ("brute", "kdtree")
+ENGINES = ("brute", "kdtree")
 
 
 # ------------------------------------------------------------------------ data sets

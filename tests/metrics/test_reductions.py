@@ -14,7 +14,6 @@ Integer counts and hidden flags must be identical; distances equal to 1e-12.
 
 from __future__ import annotations
 
-import tracemalloc
 from unittest import mock
 
 import numpy as np
@@ -23,13 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_avatar import AvatarError
-from gpu_avatar.backend import Backend, numba_available
-from gpu_avatar.backend import choice as backend
 from gpu_avatar.metrics import reductions
 from gpu_avatar.metrics.reductions import distance_ranks
-
-# The compiled engine runs where numba is installed (the dev extra installs it).
-TREE_ENGINES = ("kdtree", "numba") if numba_available() else ("kdtree",)
 
 TILES = (1, 2, 7, 64)
 PROPERTY_SETTINGS = settings(
@@ -66,11 +60,7 @@ def engine_runs(x: np.ndarray, y: np.ndarray):
     for tile in TILES:
         yield f"brute tile={tile}", distance_ranks(x, y, engine="brute", tile=tile)
     yield "brute default tile", distance_ranks(x, y, engine="brute")
-    yield "kdtree", distance_ranks(x, y, engine="kdtree")
-    with mock.patch.object(reductions, "_ROW_CHUNK", 3):  # several re-check chunks
-        yield "kdtree chunk=3", distance_ranks(x, y, engine="kdtree")
-    if numba_available():
-        yield from compiled_runs(x, y)
+    yield from compiled_runs(x, y)
     yield "auto", distance_ranks(x, y, engine="auto")
 
 
@@ -78,15 +68,15 @@ def compiled_runs(x: np.ndarray, y: np.ndarray):
     """(label, DistanceRanks) of the compiled engine on deep trees (leaves of 1, 2, 5 points:
     pruning, whole nodes and mostly padded leaf slots) and shallow ones, with one shared walk
     or several (blocks of 3 originals)."""
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import ranks, tree
 
-    for leaf_size in (cpu_kernels.LEAF_SIZE, 1, 2, 5):
-        for block in (cpu_kernels._RANK_BLOCK, 3):
+    for leaf_size in (tree.LEAF_SIZE, 1, 2, 5):
+        for block in (ranks._RANK_BLOCK, 3):
             with (
-                mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size),
-                mock.patch.object(cpu_kernels, "_RANK_BLOCK", block),
+                mock.patch.object(tree, "LEAF_SIZE", leaf_size),
+                mock.patch.object(ranks, "_RANK_BLOCK", block),
             ):
-                yield f"numba leaf={leaf_size} block={block}", distance_ranks(x, y, engine="numba")
+                yield f"tree leaf={leaf_size} block={block}", distance_ranks(x, y, engine="kdtree")
 
 
 def assert_matches_reference(x: np.ndarray, y: np.ndarray) -> None:
@@ -239,7 +229,7 @@ def test_larger_tie_heavy_case_all_engines_identical():
     moved = rng.random(n) < 0.7
     y[moved] = rng.integers(0, 4, size=(moved.sum(), 2))
     expected = reference_ranks(x, y)
-    for engine, tile in (("brute", 97), ("brute", None), *((e, None) for e in TREE_ENGINES)):
+    for engine, tile in (("brute", 97), ("brute", None), ("kdtree", None)):
         got = distance_ranks(x, y, engine=engine, tile=tile)
         np.testing.assert_array_equal(got.local_cloaking, expected["local_cloaking"])
         np.testing.assert_array_equal(got.hidden, expected["hidden"])
@@ -247,11 +237,10 @@ def test_larger_tie_heavy_case_all_engines_identical():
         np.testing.assert_array_equal(got.second_closest, expected["second_closest"])
 
 
-@pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
 def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_tiles():
     """A NaN compares false: its row counts and hides nothing, and a NaN avatar is inside no
     ball, in the compiled walk (blocks of originals, duplicated points) as in the tiles."""
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import ranks
 
     rng = np.random.default_rng(3)
     x = rng.integers(0, 3, size=(300, 3)).astype(np.float64)
@@ -259,8 +248,8 @@ def test_a_missing_coordinate_counts_nothing_in_the_compiled_engine_as_in_the_ti
     x[5, 1] = np.nan
     y[[7, 200], 0] = np.nan
     tiles = distance_ranks(x, y, engine="brute")
-    with mock.patch.object(cpu_kernels, "_RANK_BLOCK", 64):
-        walk = distance_ranks(x, y, engine="numba")
+    with mock.patch.object(ranks, "_RANK_BLOCK", 64):
+        walk = distance_ranks(x, y, engine="kdtree")
     assert tiles.local_cloaking[5] == 0 and not tiles.hidden[5]
     np.testing.assert_array_equal(walk.local_cloaking, tiles.local_cloaking)
     np.testing.assert_array_equal(walk.hidden, tiles.hidden)
@@ -284,7 +273,6 @@ def _missing_cases():
     yield "in a node held whole", x, y
 
 
-@pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
 @pytest.mark.parametrize("case", ["first avatar", "among duplicates", "in a node held whole"])
 def test_a_missing_avatar_is_in_no_ball_and_hides_no_finite_one(case):
     """A node holding a NaN avatar is never skipped, counted whole or taken for duplicates:
@@ -316,35 +304,25 @@ def test_expanded_formula_shortcut_would_disagree():
     shortcut = (expanded <= np.diag(expanded)[:, None]).sum(axis=1) - 1
     expected = reference_ranks(x, y)["local_cloaking"]
     assert (shortcut != expected).any()  # the data really exercise the failure
-    for engine in ("brute", *TREE_ENGINES):
+    for engine in ("brute", "kdtree", "numba"):
         np.testing.assert_array_equal(distance_ranks(x, y, engine=engine).local_cloaking, expected)
 
 
-@pytest.mark.parametrize("numba_installed", [False, True])
-def test_auto_picks_a_tree_engine_above_the_brute_budget(numba_installed):
-    if numba_installed and not numba_available():
-        pytest.skip("numba is not installed")
+def test_auto_picks_the_tree_above_the_brute_budget():
+    from gpu_avatar.kernels import cpu
+
     rng = np.random.default_rng(5)
     x = rng.integers(0, 3, size=(200, 2)).astype(np.float64)
     y = rng.integers(0, 3, size=(200, 2)).astype(np.float64)
     expected = reference_ranks(x, y)
-    chosen = "_numba" if numba_installed else "_kdtree"
     with (
-        mock.patch.object(reductions, "BRUTE_MAX_PAIRS_ON_CPU", 100),
-        mock.patch.object(Backend, "compiled", property(lambda self: numba_installed)),
-        mock.patch.object(reductions, chosen, wraps=getattr(reductions, chosen)) as engine,
+        mock.patch.object(cpu, "RANKS_BRUTE_MAX_ROWS", 10),
+        mock.patch.object(reductions, "_tree", wraps=reductions._tree) as engine,
     ):
         got = distance_ranks(x, y)
     assert engine.call_count == 1
     np.testing.assert_array_equal(got.local_cloaking, expected["local_cloaking"])
     np.testing.assert_array_equal(got.hidden, expected["hidden"])
-
-
-def test_numba_engine_without_numba_says_how_to_install_it():
-    x = np.zeros((3, 2))
-    with mock.patch.object(backend, "numba_available", return_value=False):
-        with pytest.raises(AvatarError, match=r"pip install numba"):
-            distance_ranks(x, x, engine="numba")
 
 
 # --------------------------------------------------------------------------- errors
@@ -364,33 +342,22 @@ def test_fewer_than_two_rows_is_rejected():
         distance_ranks(np.zeros((1, 2)), np.zeros((1, 2)))
 
 
-def test_kdtree_recheck_memory_is_bounded_on_massive_ties():
-    """Two distinct points only: every row's ball holds ~n/2 avatars at exactly its own
-    distance, so every row is re-checked. Listing all balls at once needs memory in n^2
-    (about 110 MB here); the re-check works in chunks of bounded ball size instead."""
+def test_massive_ties():
+    """Two distinct points only: every row has ~n/2 avatars at exactly its own distance."""
     rng = np.random.default_rng(9)
-    n = 1200
-    x = rng.integers(0, 2, size=(n, 1)).astype(np.float64)
-    y = rng.integers(0, 2, size=(n, 1)).astype(np.float64)
+    x = rng.integers(0, 2, size=(1200, 1)).astype(np.float64)
+    y = rng.integers(0, 2, size=(1200, 1)).astype(np.float64)
     expected = reference_ranks(x, y)
-    with mock.patch.object(reductions, "_RECHECK_CANDIDATES", 1 << 16):
-        tracemalloc.start()
-        try:
-            got = distance_ranks(x, y, engine="kdtree")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+    got = distance_ranks(x, y, engine="kdtree")
     np.testing.assert_array_equal(got.local_cloaking, expected["local_cloaking"])
     np.testing.assert_array_equal(got.hidden, expected["hidden"])
-    assert peak < 40 * 2**20, f"re-check peak {peak / 2**20:.0f} MB"
 
 
-@pytest.mark.skipif(not numba_available(), reason="the compiled engine needs numba")
 def test_leaf_slots_hold_each_leaf_once_and_pad_with_nan():
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import tree as kd
 
     points = np.random.default_rng(6).normal(size=(1000, 3))
-    tree = cpu_kernels.KDTree.build(points)
+    tree = kd.KDTree.build(points)
     columns, lane_order, first_lane = tree.leaf_slots()
     leaves = np.nonzero(tree.left < 0)[0]
     assert (first_lane[tree.left >= 0] == -1).all()
@@ -401,5 +368,5 @@ def test_leaf_slots_hold_each_leaf_once_and_pad_with_nan():
         s, e, lane = tree.start[leaf], tree.stop[leaf], first_lane[leaf]
         np.testing.assert_array_equal(slots[:, lane : lane + e - s], points[tree.order[s:e]].T)
         np.testing.assert_array_equal(lane_order[lane : lane + e - s], tree.order[s:e])
-    with mock.patch.object(cpu_kernels, "LANES", 4), pytest.raises(ValueError, match="lanes"):
+    with mock.patch.object(kd, "LANES", 4), pytest.raises(ValueError, match="lanes"):
         tree.leaf_slots()

@@ -18,18 +18,10 @@ import numpy as np
 import pytest
 from fake_indexes import U, make_cuml, make_faiss, squared_float32
 
-from gpu_avatar.backend import CPU, Backend, numba_available
+from gpu_avatar.backend import CPU
 from gpu_avatar.neighbours import search as nb
 
 FAKE_ENGINES = ("faiss", "cuml")
-
-
-@pytest.fixture(autouse=True, params=["compiled", "array"] if numba_available() else ["array"])
-def verification(request, monkeypatch):
-    """The candidates re-checked by the compiled pass (numba) and by the array code."""
-    if request.param == "array":
-        monkeypatch.setattr(Backend, "compiled", property(lambda self: False))
-    return request.param
 
 
 def install(monkeypatch, engine: str, arithmetic: str = "expanded", gpus: int = 0):
@@ -244,11 +236,9 @@ def test_uncertifiable_points_are_answered_exactly(monkeypatch, exact_rows, engi
 
 # ----------------------------------------------------------------- the GPU backend's path
 @pytest.mark.parametrize("engine", FAKE_ENGINES)
-def test_float32_index_on_the_gpu_backend(monkeypatch, standin, verification, engine):
+def test_float32_index_on_the_gpu_backend(monkeypatch, standin, engine):
     """The same on the GPU backend (CuPy stand-in, the device tree in the simulator for the
     uncertain rows): cuML gets device arrays; FAISS's index goes to the GPU."""
-    if verification == "compiled":
-        pytest.skip("the GPU backend re-checks with array code")
     module = install(monkeypatch, engine, gpus=1)
     points = np.concatenate([far_clusters(40), near_clusters(60)])
     assert_exact(points, 3, standin, engine)

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar.backend import CPU, Backend, numba_available
-from gpu_avatar.backend import choice as backend
+from gpu_avatar.backend import CPU
 from gpu_avatar.neighbours import search as nb
 
 try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its exact re-check
@@ -23,18 +22,6 @@ try:  # faiss-cpu (a dev dependency) exercises the float32 index path and its ex
     ENGINES = ("kdtree", "brute", "faiss")
 except ImportError:
     ENGINES = ("kdtree", "brute")
-if numba_available():  # the compiled walk (the dev extra installs numba)
-    ENGINES = ("numba", *ENGINES)
-
-
-@pytest.fixture(autouse=True, params=["compiled", "array"] if numba_available() else ["array"])
-def verification(request, monkeypatch):
-    """Every test runs with the compiled kernels (numba: "auto" is the compiled walk, the
-    other index engines' candidates are re-checked in one compiled pass) and with the array
-    code ("auto" is scipy's k-d tree)."""
-    if request.param == "array":
-        monkeypatch.setattr(Backend, "compiled", property(lambda self: False))
-    return request.param
 
 
 def naive_neighbours(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,11 +110,9 @@ def test_k_equal_n_minus_one_lists_every_other_point(engine):
         assert sorted(row) == [j for j in range(30) if j != i]
 
 
-def test_kdtree_row_chunks_and_brute_tiles_do_not_change_the_result(monkeypatch):
-    """Chunked tree queries (and brute query tiles past 1024 rows) match the reference."""
+def test_tree_and_brute_tiles_past_1024_rows_match_the_reference():
     points = duplicate_rows(n=1500, distinct=200, dim=3, seed=5)
     expected, _ = naive_neighbours(points, 7)
-    monkeypatch.setattr(nb, "_ROW_CHUNK", 97)
     kd_idx, _ = nb.nearest_neighbours(points, 7, CPU, "kdtree")
     np.testing.assert_array_equal(kd_idx, expected)
     brute_idx, _ = nb.nearest_neighbours(points, 7, CPU, "brute")
@@ -161,25 +146,25 @@ def test_k_out_of_range_is_rejected(engine, k):
         nb.nearest_neighbours(points, k, CPU, engine)
 
 
-@pytest.mark.skipif(not numba_available(), reason="numba is not installed")
 @pytest.mark.parametrize("leaf_size", [1, 2, 5])
 @pytest.mark.parametrize("data", sorted(DATA))
 def test_compiled_walk_on_deep_trees_equals_naive_reference(leaf_size, data):
     """Tiny leaves: many nodes pruned by box, queries spread over many leaves."""
-    from gpu_avatar.backend import cpu_kernels
+    from gpu_avatar.kernels import tree
 
     points = DATA[data](n=300)
     expected_idx, expected_dist = naive_neighbours(points, 9)
-    with mock.patch.object(cpu_kernels, "LEAF_SIZE", leaf_size):
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
         indices, distances = nb.nearest_neighbours(points, 9, CPU, "numba")
     np.testing.assert_array_equal(indices, expected_idx)
     np.testing.assert_array_equal(distances, expected_dist)
 
 
-def test_numba_engine_without_numba_says_how_to_install_it():
-    with mock.patch.object(backend, "numba_available", return_value=False):
-        with pytest.raises(ga.AvatarError, match=r"pip install numba"):
-            nb.nearest_neighbours(random_float(n=10, dim=2), 3, CPU, "numba")
+def test_numba_names_the_compiled_tree():
+    points = random_float(n=60, dim=3)
+    for got, expected in zip(nb.nearest_neighbours(points, 4, CPU, "numba"),
+                             nb.nearest_neighbours(points, 4, CPU, "kdtree"), strict=True):
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_unknown_engine_is_rejected():

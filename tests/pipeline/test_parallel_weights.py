@@ -1,6 +1,6 @@
 """``synthesis.random_weights`` draws its blocks on threads: the same bits as drawing them one
-after another, whatever the number of blocks (a partial last block included), the rank
-shuffle (compiled or array code) and the zero-distance rule."""
+after another, whatever the number of blocks (a partial last block included) and the
+zero-distance rule."""
 
 from __future__ import annotations
 
@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 
 from gpu_avatar import synthesis
-from gpu_avatar.backend import numba_available
 from gpu_avatar.synthesis import RANDOM_BLOCK
 
-COMPILED = (False, True) if numba_available() else (False,)
 
-
-def serial_weights(distances, seed, first_row, zero_distance, compiled):
+def serial_weights(distances, seed, first_row, zero_distance):
     """``random_weights`` as it was: one block after another on the calling thread."""
     b, k = distances.shape
     distances = synthesis.divisors(distances, zero_distance)
@@ -28,17 +25,16 @@ def serial_weights(distances, seed, first_row, zero_distance, compiled):
             seed, synthesis._STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK
         )
         exponential = rng.exponential(1.0, size=(stop - start, k))
-        ranks = synthesis.random_ranks(rng.random((stop - start, k - 1)), compiled)
+        ranks = synthesis.random_ranks(rng.random((stop - start, k - 1)))
         raw = exponential * halves[ranks] / distances[start:stop]
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
     return weights
 
 
-@pytest.mark.parametrize("compiled", COMPILED)
 @pytest.mark.parametrize(
     "rows", [RANDOM_BLOCK - 5, RANDOM_BLOCK, 2 * RANDOM_BLOCK + 17, 5 * RANDOM_BLOCK]
 )
-def test_blocks_on_threads_give_the_serial_bits(rows, compiled, monkeypatch):
+def test_blocks_on_threads_give_the_serial_bits(rows, monkeypatch):
     monkeypatch.setattr(synthesis, "_cores", lambda: 4)  # threads even on a 1-core runner
     threads, generator = set(), synthesis._block_generator
 
@@ -52,9 +48,9 @@ def test_blocks_on_threads_give_the_serial_bits(rows, compiled, monkeypatch):
     distances[::7, :2] = 0.0  # duplicates: the two rules differ on these rows
     seed = np.random.SeedSequence(11)
     for rule in ("paper", "bounded"):
-        got = synthesis.random_weights(distances, seed, 2 * RANDOM_BLOCK, rule, compiled)
+        got = synthesis.random_weights(distances, seed, 2 * RANDOM_BLOCK, rule)
         threads_used = set(threads)
-        expected = serial_weights(distances, seed, 2 * RANDOM_BLOCK, rule, compiled)
+        expected = serial_weights(distances, seed, 2 * RANDOM_BLOCK, rule)
         np.testing.assert_array_equal(got.view(np.uint64), expected.view(np.uint64))
     if rows > RANDOM_BLOCK:  # more than one block: they did run on the pool's threads
         assert threads_used - {threading.main_thread().name}
@@ -65,18 +61,18 @@ def test_k_20_over_sixteen_blocks(monkeypatch):
     rng = np.random.default_rng(0)
     distances = rng.exponential(size=(16 * RANDOM_BLOCK, 20))
     seed = np.random.SeedSequence(5)
-    expected = serial_weights(distances, seed, 0, "paper", COMPILED[-1])
-    got = synthesis.random_weights(distances, seed, 0, "paper", COMPILED[-1])
+    expected = serial_weights(distances, seed, 0, "paper")
+    got = synthesis.random_weights(distances, seed, 0, "paper")
     np.testing.assert_array_equal(got.view(np.uint64), expected.view(np.uint64))
     monkeypatch.setattr(synthesis, "_cores", lambda: 3)
-    got = synthesis.random_weights(distances, seed, 0, "paper", COMPILED[-1])
+    got = synthesis.random_weights(distances, seed, 0, "paper")
     np.testing.assert_array_equal(got.view(np.uint64), expected.view(np.uint64))
 
 
 def test_an_error_in_a_block_is_raised(monkeypatch):
     monkeypatch.setattr(synthesis, "_cores", lambda: 2)
 
-    def broken(uniforms, compiled=False):
+    def broken(uniforms):
         raise RuntimeError("block failed")
 
     monkeypatch.setattr(synthesis, "random_ranks", broken)

@@ -9,14 +9,11 @@ non-negligible eigenvalue are compared, and their number must equal ours.
 
 from __future__ import annotations
 
-from unittest import mock
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar.backend import Backend, numba_available
 
 saiph = pytest.importorskip("saiph")
 
@@ -318,17 +315,24 @@ def test_projection_does_not_modify_input(aids):
     pd.testing.assert_frame_equal(mixed, mixed_before)
 
 
-@pytest.mark.parametrize("dataset", ["aids", "wbcd"])
-def test_compiled_and_array_statistics_give_the_same_axes(dataset, request):
-    """With numba the CPU Gram statistics come from one compiled pass, else from bincounts:
-    the same sums in the same row order, so the same axes bit for bit."""
-    if not numba_available():
-        pytest.skip("numba is not installed")
-    data = request.getfixturevalue(dataset)
-    compiled = ga.FAMD(types=data.types).fit(data.df)
-    with mock.patch.object(Backend, "compiled", property(lambda self: False)):
-        array = ga.FAMD(types=data.types).fit(data.df)
-    np.testing.assert_array_equal(compiled.eigenvalues_, array.eigenvalues_)
-    pd.testing.assert_frame_equal(
-        compiled.transform(data.df), array.transform(data.df), check_exact=True
-    )
+def test_compiled_statistics_equal_the_bincounts():
+    """The Gram statistics' compiled pass (``modalities.py``) sums over the rows in order, as
+    a bincount does: the same bits."""
+    from gpu_avatar.projection.modalities import modality_statistics
+
+    rng = np.random.default_rng(3)
+    n_modalities = [3, 1, 4]
+    x = rng.normal(size=(500, 2))
+    codes = np.stack([rng.integers(0, m, size=500) for m in n_modalities], axis=1)
+    offsets = np.concatenate([[0], np.cumsum(n_modalities)])
+    sums, cross = modality_statistics(x, codes, offsets)
+    for j, m_j in enumerate(n_modalities):
+        block_j = slice(offsets[j], offsets[j + 1])
+        for c in range(x.shape[1]):
+            expected = np.bincount(codes[:, j], weights=x[:, c], minlength=m_j)
+            np.testing.assert_array_equal(sums[block_j, c], expected)
+        for other in range(j, len(n_modalities)):
+            m_l = n_modalities[other]
+            expected = np.bincount(codes[:, j] * m_l + codes[:, other], minlength=m_j * m_l)
+            block_l = slice(offsets[other], offsets[other + 1])
+            np.testing.assert_array_equal(cross[block_j, block_l], expected.reshape(m_j, m_l))

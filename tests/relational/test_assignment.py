@@ -167,7 +167,7 @@ def test_transportation_solver_reaches_the_dense_optimum(seed):
     """Few parents with many children each (the transportation solver's case), ties included
     (rounded coordinates): the same total distance as the dense assignment of the slots,
     every parent receiving exactly its count."""
-    from gpu_avatar.backend.cpu_kernels import transport
+    from gpu_avatar.relational.transport import transport
 
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(50, 600)), int(rng.integers(1, 40))

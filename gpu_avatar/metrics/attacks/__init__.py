@@ -53,7 +53,6 @@ import pandas as pd
 from ...backend import Backend, resolve_backend, to_pandas
 from ...encoding import IDENTIFIER
 from ...errors import AvatarError, AvatarTypeError
-from ...neighbours.references import most_references
 from ...parameters import (
     SINGLING_OUT_MODES,
     check_choice,
@@ -141,7 +140,7 @@ def attack_metrics(
         raise AvatarError(f"confidence_level must be strictly between 0 and 1, got {confidence}")
     backend = resolve_backend(backend)
     n_neighbours = check_integer("n_neighbours", n_neighbours, 1,
-                                 min(len(avatars), most_references(backend)))
+                                 min(len(avatars), backend.max_k))
 
     values = prepare_values(original, avatars, holdout, variables, types)
     position = {c: j for j, c in enumerate(variables)}

@@ -1,16 +1,18 @@
-"""CUDA kernels of the GPU backend (numba-cuda): the exact k-d tree walks, one thread per query.
+"""The CUDA driver (numba-cuda): the functions of ``cpu.py``, with the same signatures, on
+device arrays; one thread per query.
 
-The walks are the ones the CPU runs (``cpu_kernels.py``: ``rank_query``, ``two_nearest_query``,
-``knn_query``), compiled here for the device: one source, so a GPU result equals the CPU's row
-for row. The flat k-d tree is built on the host (``cpu_kernels.KDTree``) and copied to the
-device; queries run in the tree's leaf order, so the threads of a warp walk nearby queries down
-the same nodes. Pair distances use round-to-nearest intrinsics (no fused multiply-add), node
-boxes only prune or count whole nodes with the CPU's margin, and no result depends on a float
-atomic: the GPU decides every comparison exactly as the CPU does.
+The walks are the ones the CPU runs (``rank_query``, ``two_nearest_query``, ``knn_query``,
+``verify_row``, ``nearest_mixed_scan``, ``synthesize_row``), compiled here for the device: one
+source, so a GPU result equals the CPU's row for row. The flat k-d tree is built on the host
+(``tree.KDTree``) and copied to the device; queries run in the tree's leaf order, so the
+threads of a warp walk nearby queries down the same nodes. Pair distances use round-to-nearest
+intrinsics (no fused multiply-add), node boxes only prune or count whole nodes with the CPU's
+margin, and no result depends on a float atomic: the GPU decides every comparison exactly as
+the CPU does.
 
 Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, how the test suite runs these kernels
-without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: import
-it only for the GPU backend.
+without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: the
+backend imports it only for the GPU (``Backend.kernels``).
 """
 
 from __future__ import annotations
@@ -21,21 +23,21 @@ import numpy as np
 from numba import cuda
 from numba.cuda.core.config import ENABLE_CUDASIM
 
-from . import cpu_kernels
-from .cpu_kernels import (
-    STACK,
-    KDTree,
-    knn_query,
-    nearest_mixed_scan,
-    rank_query,
-    two_nearest_query,
-)
+from .. import synthesis_kernels
+from ..synthesis_kernels import synthesize_row
+from . import knn, mixed, ranks, tree
+from .knn import knn_query, verify_row
+from .mixed import nearest_mixed_scan
+from .ranks import rank_query, two_nearest_query
+from .tree import STACK, KDTree
 
 THREADS = 128  # threads per block
 # knn_query keeps its top-k in per-thread arrays of a size fixed at compile time: one kernel
 # per capacity, compiled on first use.
 K_CAPACITIES = (16, 32, 64, 128)
 MAX_K = K_CAPACITIES[-1]
+# "auto" runs array tiles up to this many rows, the device tree above.
+KNN_BRUTE_MAX_ROWS = RANKS_BRUTE_MAX_ROWS = 4096
 # Per-thread local memory of the largest kernel (8-byte top-k values and indices, two stacks);
 # the driver reserves it for every thread the device can hold at once.
 LOCAL_BYTES_PER_THREAD = 8 * 2 * (MAX_K + STACK)
@@ -53,10 +55,11 @@ def _register_for_cuda() -> None:
         def typed(a, b):
             return implementation
 
-    exact(cpu_kernels.exact_sub, lambda a, b: libdevice.dadd_rn(a, -b))  # a - b, exactly
-    exact(cpu_kernels.exact_mul, lambda a, b: libdevice.dmul_rn(a, b))
-    exact(cpu_kernels.exact_add, lambda a, b: libdevice.dadd_rn(a, b))
-    for walk in cpu_kernels.SHARED_WALKS:
+    exact(tree.exact_sub, lambda a, b: libdevice.dadd_rn(a, -b))  # a - b, exactly
+    exact(tree.exact_mul, lambda a, b: libdevice.dmul_rn(a, b))
+    exact(tree.exact_add, lambda a, b: libdevice.dadd_rn(a, b))
+    for walk in (tree.SHARED + ranks.SHARED + knn.SHARED + mixed.SHARED
+                 + synthesis_kernels.SHARED):  # fmt: skip
         register_jitable(walk)
 
 
@@ -134,6 +137,22 @@ def _mixed_kernel(capacity: int):
     return kernel
 
 
+@cuda.jit
+def _verify_kernel(points, candidates, k, indices, squared):
+    i = cuda.grid(1)
+    if i < candidates.shape[0]:
+        verify_row(points, candidates, i, k, squared[i], indices[i])
+
+
+@cuda.jit
+def _synthesis_kernel(continuous, codes, neighbours, weights, uniforms, out_continuous,
+                      out_codes):  # fmt: skip
+    r = cuda.grid(1)
+    if r < neighbours.shape[0]:
+        synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,
+                       out_codes)  # fmt: skip
+
+
 def capacity_for(k: int) -> int:
     """The smallest compiled top-k capacity holding ``k`` neighbours."""
     for capacity in K_CAPACITIES:
@@ -174,7 +193,7 @@ class DeviceTree:
 
 
 def distance_ranks(backend, x, y, own):
-    """``(cloaking, hidden, first, second)`` on the device, as ``cpu_kernels.distance_ranks``:
+    """``(cloaking, hidden, first, second)`` on the device, as ``cpu.distance_ranks``:
     per original, the local-cloaking count and hidden flag; per avatar, its two smallest
     squared distances to the originals."""
     xp = backend.xp
@@ -191,6 +210,16 @@ def distance_ranks(backend, x, y, own):
             first, second)  # fmt: skip
     return (avatars.to_caller_order(cloaking), avatars.to_caller_order(hidden),
             originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
+
+
+def nearest_squared(backend, queries, references):
+    """Each query's smallest squared distance to the rows of ``references``, on the device."""
+    xp = backend.xp
+    first = xp.empty(queries.shape[0], dtype=xp.float64)
+    second = xp.empty(queries.shape[0], dtype=xp.float64)
+    _launch(backend, _two_nearest_kernel, queries.shape[0], *DeviceTree(backend, references).arrays,
+            queries, first, second)  # fmt: skip
+    return first
 
 
 def nearest_others(backend, points, k: int, rows=None):
@@ -212,9 +241,24 @@ def nearest_others(backend, points, k: int, rows=None):
     return indices, squared
 
 
+def verify_candidates(backend, points, candidates, far_squared, margin, k: int):
+    """The k nearest among each row's index candidates, exactly (``verify_row``, each row's
+    results written in place), and the rows whose result the index cannot guarantee (k-th
+    distance >= the farthest candidate's minus ``margin``)."""
+    xp = backend.xp
+    n = candidates.shape[0]
+    indices = xp.empty((n, k), dtype=xp.int64)
+    squared = xp.empty((n, k), dtype=xp.float64)
+    _launch(backend, _verify_kernel, n, xp.ascontiguousarray(points, dtype=xp.float64),
+            xp.ascontiguousarray(candidates), k, indices, squared)  # fmt: skip
+    if candidates.shape[1] >= points.shape[0]:  # every point proposed: nothing is missing
+        return indices, squared, xp.zeros(0, dtype=xp.int64)
+    return indices, squared, xp.nonzero(squared[:, k - 1] >= far_squared - margin)[0]
+
+
 def nearest_mixed(backend, references, categorical, queries, k: int):
-    """``cpu_kernels.nearest_mixed`` on the device: each query's k nearest references by the
-    mixed-type distance, ordered by (distance, index)."""
+    """Each query's k nearest references by the mixed-type distance, ordered by (distance,
+    index), on the device."""
     xp = backend.xp
     references = xp.ascontiguousarray(references, dtype=xp.float64)
     queries = xp.ascontiguousarray(queries, dtype=xp.float64)
@@ -223,3 +267,13 @@ def nearest_mixed(backend, references, categorical, queries, k: int):
     _launch(backend, _mixed_kernel(capacity_for(k)), queries.shape[0], references,
             xp.asarray(categorical, dtype=xp.bool_), queries, k, indices, distances)
     return indices, distances
+
+
+def synthesize_block(backend, continuous, codes, neighbours, weights, uniforms):
+    """A block of avatars' continuous values and codes: ``synthesize_row`` on the device."""
+    xp = backend.xp
+    out_continuous = xp.empty((neighbours.shape[0], continuous.shape[1]), dtype=xp.float64)
+    out_codes = xp.empty((neighbours.shape[0], codes.shape[1]), dtype=xp.int64)
+    _launch(backend, _synthesis_kernel, neighbours.shape[0], continuous, codes, neighbours,
+            weights, uniforms, out_continuous, out_codes)  # fmt: skip
+    return out_continuous, out_codes

@@ -1,0 +1,23 @@
+"""Compiled kernels (numba), by topic, each walk written once for the CPU and the GPU:
+
+- ``tree.py``: the flat k-d tree (built on the host for both backends) and the rules every
+  walk shares: the exact pair arithmetic, box bounds, the running top-k;
+- ``knn.py``: each point's exact k nearest others, and the exact re-check of index candidates;
+- ``ranks.py``: the distance-rank walks (local cloaking, hidden flag, two nearest originals);
+- ``mixed.py``: the attacks' scan for the nearest references by the mixed-type distance;
+- ``cpu.py`` and ``cuda.py``: the two drivers, the same functions with the same signatures,
+  one of which is ``Backend.kernels``: on the CPU the walks run in parallel over queries
+  (numba ``prange``), in blocks spread over the threads in a fixed order, so no result
+  depends on the thread count; on the GPU they are compiled by numba-cuda, one CUDA thread
+  per query.
+
+Compiled passes that serve one caller live next to it: ``synthesis_kernels.py`` (also run by
+``cuda.py``), ``projection/modalities.py``, ``relational/transport.py``. Kernels compile on
+first use and are cached on disk; numba keys a cache on the compiled function's own file only,
+so after editing a walk that another module inlines, clear that module's ``__pycache__``.
+"""
+
+import threading
+
+# numba's default threading layer refuses concurrent parallel calls: every driver takes this.
+LOCK = threading.Lock()

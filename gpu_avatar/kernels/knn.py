@@ -1,0 +1,270 @@
+"""Each point's exact k nearest others, ordered by (squared distance, index), the point
+itself excluded by index (its duplicates are not): ``neighbours/search.py``'s contract.
+
+- ``knn_query``: one point's walk, nearest box first (the GPU runs one per CUDA thread; the
+  CPU for a subset of rows, ``nearest_others_of``);
+- ``nearest_others``: every point, the queries of one leaf sharing one walk (faster on the
+  CPU than one walk per query);
+- ``verify_row``: the exact re-check of one row's index candidates (``verify_candidates``
+  for every row on the CPU; one CUDA thread per row on the GPU).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from . import LOCK
+from .tree import (
+    MARGIN,
+    STACK,
+    KDTree,
+    is_point,
+    keep_best,
+    pair_squared,
+    push_children,
+    shared,
+)
+
+
+def knn_query(points, order, start, stop, left, right, lower, upper, low_index, q, k, best_d,
+              best_i, nodes, bounds):  # fmt: skip
+    """The k nearest others of the point stored at row ``q``, written to ``best_d`` (squared
+    distances) and ``best_i`` (caller indices) ordered by (distance, index); the point itself
+    excluded by its row, its duplicates not. Nearest box first; a node is skipped when its box
+    is farther than the current k-th distance (with the margin: a tie inside it could still
+    enter by a lower index), or, once that distance is 0, when its lowest index is too high;
+    a node of duplicates is measured once."""
+    n = points.shape[0]
+    for slot in range(k):
+        best_d[slot] = np.inf
+        best_i[slot] = n
+    nodes[0] = 0
+    bounds[0] = 0.0
+    top = 1
+    while top:
+        top -= 1
+        node = nodes[top]
+        if bounds[top] > best_d[k - 1] * (1 + MARGIN):
+            continue
+        if best_d[k - 1] == 0.0 and low_index[node] > best_i[k - 1]:
+            continue  # only ties at distance 0 could enter, and none has a lower index
+        point = is_point(lower, upper, node)
+        if left[node] < 0 or point:
+            measured = False  # a node of duplicates is measured once (a partial sum over
+            d2 = 0.0  # the cap stays over it: the cap only shrinks)
+            for j in range(start[node], stop[node]):
+                if j == q:
+                    continue
+                if not (point and measured):
+                    d2 = pair_squared(points, q, points, j, best_d[k - 1])
+                    measured = True
+                keep_best(best_d, best_i, k, d2, order[j])
+            continue
+        top = push_children(points, q, lower, upper, left, right, node, nodes, bounds, top)
+
+
+def verify_row(points, candidates, i, k, best_d, best_i):
+    """Row ``i``'s k nearest among its ``candidates`` by (exact squared distance, index),
+    itself excluded by index, written to ``best_d`` and ``best_i``."""
+    for slot in range(k):
+        best_d[slot] = np.inf
+        best_i[slot] = points.shape[0]
+    for c in range(candidates.shape[1]):
+        j = candidates[i, c]
+        if j != i:
+            keep_best(best_d, best_i, k, pair_squared(points, i, points, j, np.inf), j)
+
+
+SHARED = shared(knn_query, verify_row)
+
+
+# -------------------------------------------------------------------------- CPU drivers
+def verify_candidates(points, candidates, far_squared, margin, k: int):
+    """``verify_row`` for every row, and the rows whose result the index cannot guarantee
+    (k-th distance >= the farthest candidate's minus ``margin``)."""
+    points = np.ascontiguousarray(points, dtype=np.float64)
+    exhaustive = candidates.shape[1] >= points.shape[0]
+    with LOCK:
+        indices, squared, uncertain = _verify(
+            points, np.ascontiguousarray(candidates), far_squared, margin, k, exhaustive
+        )
+    return indices, squared, np.nonzero(uncertain)[0]
+
+
+@njit(cache=True, parallel=True)
+def _verify(points, candidates, far_squared, margin, k, exhaustive):
+    n = candidates.shape[0]
+    indices = np.empty((n, k), np.int64)
+    squared = np.empty((n, k))
+    uncertain = np.zeros(n, np.bool_)
+    for i in prange(n):
+        verify_row(points, candidates, i, k, squared[i], indices[i])
+        uncertain[i] = not exhaustive and squared[i, k - 1] >= far_squared[i] - margin[i]
+    return indices, squared, uncertain
+
+
+def nearest_others(points: np.ndarray, k: int):
+    """``neighbours.nearest_neighbours``'s contract, exact in one walk: (n, k) indices and
+    squared distances of each point's k nearest others, ordered by (squared distance, index),
+    the point itself excluded by index.
+
+    The queries of one leaf share a walk. Each visited leaf is tested against every query's
+    current k-th distance with one vectorised box bound, then measured against the surviving
+    queries in one vectorised pass per query (the points stored dimension-major): about 1.5x
+    scipy's cKDTree query on 10^5 FAMD coordinates in 5-D, k = 20, with no re-check needed."""
+    tree = KDTree.build(points)
+    leaves = np.nonzero(tree.left < 0)[0]
+    leaves = leaves[np.random.default_rng(0).permutation(leaves.size)]  # dense regions spread
+    columns = np.ascontiguousarray(tree.points.T)
+    largest = int((tree.stop - tree.start)[leaves].max())
+    with LOCK:
+        return _nearest_others(*tree.walk(), columns, leaves, largest, k)
+
+
+@njit(cache=True, parallel=True)
+def _nearest_others(
+    points, order, start, stop, left, right, lower, upper, low_index, columns, leaves, largest, k
+):
+    n = points.shape[0]
+    indices = np.empty((n, k), np.int64)
+    squared = np.empty((n, k))
+    for item in prange(leaves.size):
+        _leaf_neighbours(
+            leaves[item], points, order, start, stop, left, right, lower, upper, low_index, columns,
+            largest, k, indices, squared,
+        )  # fmt: skip
+    return indices, squared
+
+
+@njit(cache=True, inline="always")
+def _box_gap(lower, upper, a, b):
+    """Smallest squared distance between the boxes of nodes a and b."""
+    total = 0.0
+    for d in range(lower.shape[1]):
+        gap = max(lower[b, d] - upper[a, d], lower[a, d] - upper[b, d])
+        if gap > 0.0:
+            total += gap * gap
+    return total
+
+
+@njit(cache=True)
+def _leaf_neighbours(
+    own, points, order, start, stop, left, right, lower, upper, low_index, columns, largest, k,
+    indices,
+    squared,
+):
+    """The k nearest others of the points stored in leaf ``own``, written at their caller's
+    rows. Nodes are visited nearest box first; a node is skipped when its box is farther from
+    the leaf's box than the largest current k-th distance, a leaf's point when it is farther
+    from that query than the query's own k-th distance (both with the 1e-9 margin), and once
+    that distance is 0, when the node's lowest index is above the query's k-th (only a tie of
+    lower index could enter). A leaf of duplicates is measured once per query."""
+    dim = points.shape[1]
+    s, m = start[own], stop[own] - start[own]
+    best_d = np.full((m, k), np.inf)
+    best_i = np.full((m, k), points.shape[0])
+    kth = np.full(m, np.inf)
+    bound = np.inf
+    worst = points.shape[0]  # the highest k-th index of the queries, once all k-th are 0
+    box_low = np.empty(m)
+    pair = np.empty(largest)
+    node_stack = np.empty(STACK, np.int64)
+    gap_stack = np.empty(STACK)
+    node_stack[0], gap_stack[0], top = 0, 0.0, 1
+    while top:
+        top -= 1
+        node = node_stack[top]
+        if gap_stack[top] > bound * (1 + MARGIN) or (bound == 0.0 and low_index[node] > worst):
+            continue
+        if left[node] >= 0:
+            near, far = left[node], right[node]
+            near_gap = _box_gap(lower, upper, own, near)
+            far_gap = _box_gap(lower, upper, own, far)
+            if far_gap < near_gap:
+                near, far, near_gap, far_gap = far, near, far_gap, near_gap
+            node_stack[top], gap_stack[top] = far, far_gap
+            node_stack[top + 1], gap_stack[top + 1] = near, near_gap
+            top += 2
+            continue
+        first, size = start[node], stop[node] - start[node]
+        measured = 1 if is_point(lower, upper, node) else size  # duplicates: one distance
+        for p in range(m):  # squared distance from every query to this leaf's box
+            box_low[p] = 0.0
+        for d in range(dim):
+            a, b = lower[node, d], upper[node, d]
+            for p in range(m):
+                v = columns[d, s + p]
+                gap = max(max(a - v, v - b), 0.0)
+                box_low[p] += gap * gap
+        for p in range(m):
+            if box_low[p] > kth[p] * (1 + MARGIN):
+                continue
+            if kth[p] == 0.0 and low_index[node] > best_i[p, k - 1]:
+                continue
+            # distances.py's sum, dimension by dimension (0.0 + square == square)
+            v = columns[0, s + p]
+            for j in range(measured):
+                diff = columns[0, first + j] - v
+                pair[j] = diff * diff
+            for d in range(1, dim):
+                v = columns[d, s + p]
+                for j in range(measured):
+                    diff = columns[d, first + j] - v
+                    pair[j] += diff * diff
+            for j in range(measured, size):
+                pair[j] = pair[0]
+            cap, worst_p = best_d[p, k - 1], best_i[p, k - 1]
+            for j in range(size):
+                d2 = pair[j]
+                if d2 > cap or first + j == s + p:
+                    continue
+                index = order[first + j]
+                if d2 == cap and index > worst_p:
+                    continue
+                slot = k - 1
+                while slot > 0 and (
+                    d2 < best_d[p, slot - 1]
+                    or (d2 == best_d[p, slot - 1] and index < best_i[p, slot - 1])
+                ):
+                    best_d[p, slot] = best_d[p, slot - 1]
+                    best_i[p, slot] = best_i[p, slot - 1]
+                    slot -= 1
+                best_d[p, slot], best_i[p, slot] = d2, index
+                cap, worst_p = best_d[p, k - 1], best_i[p, k - 1]
+            kth[p] = cap
+        bound, worst = 0.0, 0
+        for p in range(m):
+            bound = max(bound, kth[p])
+            worst = max(worst, best_i[p, k - 1])
+    for p in range(m):
+        indices[order[s + p]] = best_i[p]
+        squared[order[s + p]] = best_d[p]
+
+
+def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
+    """(len(rows), k) indices and squared distances of the k nearest others of ``points[rows]``
+    among all ``points`` (``knn_query``, one walk per row): the exact answer for the rows whose
+    index candidates could not be verified (``neighbours/search.py``)."""
+    tree = KDTree.build(points)
+    stored = np.empty_like(tree.order)
+    stored[tree.order] = np.arange(tree.order.size)
+    with LOCK:
+        return _nearest_others_of(*tree.walk(), stored[rows], k)
+
+
+@njit(cache=True, parallel=True)
+def _nearest_others_of(
+    points, order, start, stop, left, right, lower, upper, low_index, queries, k
+):
+    indices = np.empty((queries.size, k), np.int64)
+    squared = np.empty((queries.size, k))
+    for r in prange(queries.size):
+        nodes = np.empty(STACK, np.int64)
+        bounds = np.empty(STACK)
+        knn_query(
+            points, order, start, stop, left, right, lower, upper, low_index, queries[r], k,
+            squared[r],
+            indices[r], nodes, bounds,
+        )  # fmt: skip
+    return indices, squared

@@ -1,0 +1,293 @@
+"""Distance-rank walks: for each original, its local-cloaking count and hidden flag; for
+each avatar, its two smallest squared distances to the originals.
+
+``rank_visit`` is what one node adds to an original's count and flag, by the rules
+``box_rule`` and ``pair_rule`` of ``reductions.py``. The GPU walks it per original
+(``rank_query``, one CUDA thread each); the CPU applies the same rules in one walk shared by a
+block of neighbouring originals, which scans each leaf, while in cache, from a fixed-width slot
+in vector code. ``two_nearest_query``: an avatar's two smallest squared distances to the
+originals, nearest box first (also each query's nearest reference: ``nearest_squared``). The
+CPU's rank walk compiles once per dimension up to ``SLOT_DIMENSIONS`` (its leaf slots are one
+array per dimension).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from . import LOCK
+from .tree import (
+    LANES,
+    MARGIN,
+    STACK,
+    KDTree,
+    box_squared,
+    is_point,
+    pair_squared,
+    push_children,
+    shared,
+    squared,
+)
+
+# Up to this dimension a slot scan is one vector loop (12-D: 0.8 ns a pair-dimension); above,
+# the compiler no longer unrolls the dimensions and it is 10x slower than a row-by-row scan.
+SLOT_DIMENSIONS = 12
+_BLOCK = 64  # queries per parallel work item
+# Originals sharing one walk of the avatar tree, at most: a leaf is scanned, while in cache, by
+# every original of the block whose sphere crosses it; on dense clouds (balls of ~10^4
+# avatars) ~50 of 1024 originals do, ~5 of 64 (1.6x slower).
+_RANK_BLOCK = 1024
+
+
+def _block_order(n: int, block: int = _BLOCK) -> np.ndarray:
+    """Work items (blocks of ``block`` queries) in a fixed shuffled order."""
+    return np.random.default_rng(0).permutation(-(-n // block)).astype(np.int64)
+
+
+def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
+    """``(cloaking, hidden, first, second)`` for originals ``x`` and row-aligned avatars
+    ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
+    avatars, originals = KDTree.build(y), KDTree.build(x)
+    # Each original is queried in its own avatar's row order (x_i lies near y_i), and back:
+    # neighbouring queries then visit the same nodes.
+    x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
+    y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
+    block = _rank_block(own.size)
+    if x.shape[1] <= SLOT_DIMENSIONS:
+        slots = avatars.leaf_slots()
+    else:  # no slots: leaves scanned row by row
+        slots = ((), np.empty(0, np.int64), np.empty(0, np.int64))
+    with LOCK:
+        cloaking, hidden = _ranks(*avatars.walk(), *slots, x_rows,
+                                  own[avatars.order], _block_order(own.size, block),
+                                  block)  # fmt: skip
+        first, second = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
+    return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
+
+
+def nearest_squared(queries: np.ndarray, references: np.ndarray) -> np.ndarray:
+    """Each query's smallest squared distance to the rows of ``references``
+    (``two_nearest_query``)."""
+    tree = KDTree.build(references)
+    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    with LOCK:
+        first, _ = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
+    return first
+
+
+def _rank_block(n: int) -> int:
+    """Originals per shared walk: ``_RANK_BLOCK``, fewer where that would leave under four
+    work items per thread (no result depends on it)."""
+    return min(_RANK_BLOCK, max(64, n // (4 * get_num_threads())))
+
+
+def box_rule(x, p, lower, upper, node, radius):
+    """(near, inside) for the original ``x[p]`` of own squared distance ``radius`` and a node:
+    ``near``: the original has a radius (a NaN one counts nothing) and the node's box is not
+    provably beyond it (a NaN box, of a node holding a NaN, is not); ``inside``: every avatar
+    in it is strictly closer (counted whole)."""
+    low, high = box_squared(x, p, lower, upper, node)
+    near = (radius == radius) & (not (low > radius * (1 + MARGIN)))
+    return near, near & (high < radius * (1 - MARGIN))
+
+
+def others_in(start, stop, node, p):
+    """The number of avatars in ``node`` besides the own one of the original stored row p."""
+    return stop[node] - start[node] - (start[node] <= p < stop[node])
+
+
+def pair_rule(d2, radius, other, lower_index):
+    """(counts, hides): what one avatar at squared distance ``d2`` adds to an original of own
+    squared distance ``radius`` (``reductions.py``'s rules): another avatar (``other``: not
+    the own one, excluded by index) at most as far counts; one strictly closer, or as close
+    with a lower caller index (``lower_index``), hides. A NaN compares false: nothing."""
+    return (d2 <= radius) & other, ((d2 < radius) | ((d2 == radius) & lower_index)) & other
+
+
+def rank_visit(y, order, start, stop, left, lower, upper, low_index, x, own, p, node):
+    """What the avatars of ``node`` add to the original ``x[p]``: (count, hides, descend),
+    the own avatar being stored row ``p``. A leaf is scanned whole and without branches: the
+    comparisons come out as with an early stop, without its mispredictions (half the time)."""
+    radius = own[p]
+    near, inside = box_rule(x, p, lower, upper, node, radius)
+    if not near:
+        return 0, False, False
+    others = others_in(start, stop, node, p)
+    if inside:
+        return others, others > 0, False
+    if is_point(lower, upper, node):  # duplicates: one distance decides them all
+        d2 = pair_squared(x, p, y, start[node], radius)
+        # a tie hides when the lowest index among them is lower than the original's
+        counts, hides = pair_rule(d2, radius, others > 0, low_index[node] < order[p])
+        return others * counts, hides, False
+    if left[node] >= 0:
+        return 0, False, True
+    count = 0
+    hides = False
+    for q in range(start[node], stop[node]):
+        counts, hide = pair_rule(squared(x, p, y, q), radius, q != p, order[q] < order[p])
+        count += counts
+        hides |= hide
+    return count, hides, False
+
+
+def rank_query(y, order, start, stop, left, right, lower, upper, low_index, x, own, p, stack):
+    """(local cloaking, hidden) of the original ``x[p]``: one walk of the avatar tree."""
+    count = 0
+    hides = False
+    stack[0] = 0
+    top = 1
+    while top:
+        top -= 1
+        node = stack[top]
+        c, h, descend = rank_visit(y, order, start, stop, left, lower, upper, low_index, x,
+                                   own, p, node)  # fmt: skip
+        count += c
+        hides = hides or h
+        if descend:
+            stack[top] = left[node]
+            stack[top + 1] = right[node]
+            top += 2
+    return count, hides
+
+
+def two_nearest_query(
+    x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
+):
+    """The two smallest squared distances from ``y[p]`` to the points ``x`` stored in the
+    tree; nearest box first, a node skipped when its box is farther than the runner-up."""
+    best = np.inf
+    runner_up = np.inf
+    nodes[0] = 0
+    bounds[0] = 0.0
+    top = 1
+    while top:
+        top -= 1
+        node = nodes[top]
+        if bounds[top] > runner_up * (1 + MARGIN):
+            continue
+        if left[node] < 0 or is_point(lower, upper, node):
+            last = stop[node]
+            if is_point(lower, upper, node):  # duplicates: two of them say all
+                last = min(last, start[node] + 2)
+            for q in range(start[node], last):
+                d2 = pair_squared(y, p, x, q, runner_up)
+                if d2 < best:
+                    runner_up = best
+                    best = d2
+                elif d2 < runner_up:
+                    runner_up = d2
+            continue
+        top = push_children(y, p, lower, upper, left, right, node, nodes, bounds, top)
+    return best, runner_up
+
+
+SHARED = shared(box_rule, others_in, pair_rule, rank_visit, rank_query, two_nearest_query)
+
+
+# -------------------------------------------------------------------------- CPU drivers
+@njit(cache=True, parallel=True)
+def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns, lane_order,
+           first_lane, x, own, blocks, block):  # fmt: skip
+    """``rank_query``'s results for every original, original row p's own avatar being stored
+    row p. The ``block`` originals of a work item (neighbours in space) share one depth-first
+    walk: a node is tested for each original still concerned (``active[depth]``: those its
+    parent passed on), and a leaf is scanned by each original whose sphere crosses it, while it
+    is in cache: from its slot (``KDTree.leaf_slots``) up to ``SLOT_DIMENSIONS``, else (no
+    ``columns``) row by row by ``rank_visit``, which also takes every node of duplicates."""
+    n = x.shape[0]
+    cloaking = np.zeros(n, np.int64)
+    hidden = np.zeros(n, np.bool_)
+    for item in prange(blocks.size):
+        active = np.empty((STACK, block), np.int64)
+        sizes = np.empty(STACK, np.int64)
+        nodes = np.empty(STACK, np.int64)
+        depths = np.empty(STACK, np.int64)
+        first = blocks[item] * block
+        sizes[0] = min(first + block, n) - first
+        for a in range(sizes[0]):
+            active[0, a] = first + a
+        nodes[0] = 0
+        depths[0] = 1
+        top = 1
+        while top:  # a node's list (active[depth - 1]) outlives its subtree
+            top -= 1
+            node = nodes[top]
+            depth = depths[top]
+            concerned = active[depth - 1, : sizes[depth - 1]]
+            if is_point(lower, upper, node):
+                for p in concerned:
+                    c, h, _ = _rank_visit(y, order, start, stop, left, lower, upper, low_index,
+                                          x, own, p, node)  # fmt: skip
+                    cloaking[p] += c
+                    hidden[p] |= h
+                continue
+            passed = 0
+            for p in concerned:  # without branches: the outcomes are unpredictable
+                near, inside = box_rule(x, p, lower, upper, node, own[p])
+                whole = inside * others_in(start, stop, node, p)
+                cloaking[p] += whole
+                hidden[p] |= whole > 0
+                active[depth, passed] = p
+                passed += near & ~inside
+            if left[node] < 0:
+                for p in active[depth, :passed]:
+                    if len(columns):
+                        c, h = _scan_slot(x, p, columns, lane_order, first_lane[node], own[p],
+                                          order[p])  # fmt: skip
+                    else:  # wide data: no slots
+                        c, h, _ = _rank_visit(y, order, start, stop, left, lower, upper,
+                                              low_index, x, own, p, node)  # fmt: skip
+                    cloaking[p] += c
+                    hidden[p] |= h
+            elif passed:
+                sizes[depth] = passed
+                nodes[top] = left[node]
+                nodes[top + 1] = right[node]
+                depths[top] = depths[top + 1] = depth + 1
+                top += 2
+    return cloaking, hidden
+
+
+_rank_visit = njit(cache=True)(rank_visit)  # called, not inlined: compiled once for all
+
+
+@njit(cache=True)
+def _scan_slot(x, p, columns, lane_order, first_lane, radius, caller):
+    """(count, hides) of the avatars of one leaf slot for the original ``x[p]`` (caller index
+    ``caller``): ``pair_rule`` on each lane, in one vector loop (padding lanes are NaN, so
+    count nothing). Compiled on its own and called (not inlined by numba), with an unsigned
+    lane index, which cannot wrap around like a negative one: the compiler then loads whole
+    vectors rather than lane by lane (2x faster); ``columns`` is a tuple, so its length, the
+    dimension, is a constant."""
+    count = 0
+    hides = False
+    base = np.uint64(first_lane)
+    for j in range(LANES):
+        lane = base + np.uint64(j)
+        d2 = 0.0
+        for d in range(len(columns)):  # distances.py's sum, dimension by dimension
+            diff = x[p, d] - columns[d][lane]
+            d2 = d2 + diff * diff
+        index = lane_order[lane]
+        counts, hide = pair_rule(d2, radius, index != caller, index < caller)
+        count += counts
+        hides |= hide
+    return count, hides
+
+
+@njit(cache=True, parallel=True)
+def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y, blocks):
+    """``two_nearest_query`` for every avatar row p."""
+    n = y.shape[0]
+    first = np.empty(n)
+    second = np.empty(n)
+    for item in prange(blocks.size):
+        nodes = np.empty(STACK, np.int64)
+        bounds = np.empty(STACK)
+        for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
+            first[p], second[p] = two_nearest_query(
+                x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
+            )
+    return first, second

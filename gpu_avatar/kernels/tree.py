@@ -1,0 +1,324 @@
+"""The flat k-d tree and the walk rules shared by every search, on the CPU and the GPU.
+
+scipy's cKDTree decides "within the radius" in its own arithmetic. Here the tree is walked by
+compiled code that compares every pair with the arithmetic of ``distances.py`` (float64,
+dimension by dimension, no fused multiply-add), so one walk decides each query exactly. Node
+boxes only prune or, for the counts, add whole nodes; both with a 1e-9 relative margin
+(``MARGIN``), far above the rounding of a box distance (about 1e-15 relative), so a node is
+skipped or added whole only when every pair inside it would compare the same way.
+
+``KDTree.build(points)``: median splits on the widest axis, tight boxes, ``LEAF_SIZE`` points
+per leaf, built on the host for both backends (one level's nodes split in parallel). Queries
+run in the tree's leaf order: neighbouring queries visit the same nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+from numba.extending import overload, register_jitable
+
+from . import LOCK
+
+LEAF_SIZE = 32
+# Lanes of a leaf slot (``KDTree.leaf_slots``): a compile-time width, so a leaf scan is one
+# fixed-length vector loop; leaves never hold more than LEAF_SIZE <= LANES points.
+LANES = 32
+MARGIN = 1e-9  # relative margin of every box test (prune, or count a node whole)
+# Walk stacks: a median-split tree of n points is ceil(log2(n / LEAF_SIZE)) levels deep and a
+# depth-first walk holds at most one entry per level plus one.
+STACK = 64
+
+
+@dataclass(frozen=True)
+class KDTree:
+    """Flat k-d tree over ``points`` stored in leaf order: node ``m`` holds the rows
+    ``start[m]:stop[m]`` of ``points`` inside the box ``[lower[m], upper[m]]``; ``left[m] = -1``
+    marks a leaf (else ``right[m]`` is its other child). ``order[p]`` is the caller's index of
+    the point stored at row p; ``low_index[m]`` the lowest caller index in node m (ties at
+    distance 0 among duplicates are decided by index: a node of duplicates whose lowest index
+    is too high is skipped whole)."""
+
+    points: np.ndarray
+    order: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    low_index: np.ndarray
+
+    @classmethod
+    def build(cls, points: np.ndarray) -> KDTree:
+        points = np.ascontiguousarray(points, dtype=np.float64)
+        with LOCK:
+            order, *nodes = _build(points, LEAF_SIZE)
+        return cls(points[order], order, *nodes)
+
+    def walk(self):
+        """The arrays the compiled searches take, in their order."""
+        return (self.points, self.order, self.start, self.stop, self.left, self.right,
+                self.lower, self.upper, self.low_index)  # fmt: skip
+
+    def leaf_slots(self):
+        """Each leaf's points dimension-major in a slot of ``LANES`` lanes padded with NaN (a
+        NaN compares false: padding counts nothing), for leaf scans of one fixed width that
+        the compiler turns into vector code: (one array per dimension, the caller index of
+        each lane (-1: padding), each node's first lane (-1: not a leaf))."""
+        leaves = np.nonzero(self.left < 0)[0]
+        sizes = self.stop[leaves] - self.start[leaves]
+        if sizes.max() > LANES:
+            raise ValueError(f"leaves of up to {sizes.max()} points exceed {LANES} lanes")
+        first_lane = np.full(self.left.size, -1, np.int64)
+        first_lane[leaves] = np.arange(leaves.size) * LANES
+        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        rows = np.repeat(self.start[leaves], sizes) + within
+        lanes = np.repeat(first_lane[leaves], sizes) + within
+        columns = np.full((self.points.shape[1], leaves.size * LANES), np.nan)
+        columns[:, lanes] = self.points[rows].T
+        lane_order = np.full(leaves.size * LANES, -1, np.int64)
+        lane_order[lanes] = self.order[rows]
+        return tuple(columns), lane_order, first_lane
+
+    def unsort(self, *per_row):
+        """Arrays indexed by stored row, put back in the caller's order."""
+        results = []
+        for values in per_row:
+            out = np.empty_like(values)
+            out[self.order] = values
+            results.append(out)
+        return results
+
+
+
+# ------------------------------------------------------------------------- shared walks
+# Plain Python functions, compiled where they are called: inline by the njit drivers on the
+# CPU (``shared``) and by the kernels of ``cuda.py`` on the GPU (which registers them with
+# numba-cuda); the CUDA simulator runs them as Python. Scratch arrays (walk stacks, top-k
+# buffers) are passed in, as each target allocates them its own way. ``exact_sub``,
+# ``exact_mul`` and ``exact_add`` are the pair arithmetic of ``distances.py``: plain operations
+# on the CPU (numba emits no fused multiply-add), round-to-nearest intrinsics on the GPU (where
+# the compiler would otherwise contract a multiply and an add into one FMA).
+
+
+def exact_sub(a, b):
+    return a - b
+
+
+def exact_mul(a, b):
+    return a * b
+
+
+def exact_add(a, b):
+    return a + b
+
+
+def _cpu_arithmetic(function):
+    """The CPU implementation of an ``exact_*`` operation: the operation itself."""
+
+    @overload(function, target="cpu", inline="always")
+    def implementation(a, b):
+        return function
+
+    return implementation
+
+
+for _operation in (exact_sub, exact_mul, exact_add):
+    _cpu_arithmetic(_operation)
+
+
+def pair_squared(a, i, b, j, cap):
+    """The sum of ``distances.py`` term by term (0.0 + square == square, bit for bit); stops
+    early, returning a partial sum, once it exceeds ``cap`` (the terms are >= 0, so the full
+    sum would exceed it too: every comparison with ``cap`` is decided the same)."""
+    total = 0.0
+    d = 0
+    while d < a.shape[1] and total <= cap:
+        diff = exact_sub(a[i, d], b[j, d])
+        total = exact_add(total, exact_mul(diff, diff))
+        d += 1
+    return total
+
+
+def squared(a, i, b, j):
+    """``pair_squared`` without the early stop, for scans whose comparisons need no branch."""
+    total = 0.0
+    for d in range(a.shape[1]):
+        diff = exact_sub(a[i, d], b[j, d])
+        total = exact_add(total, exact_mul(diff, diff))
+    return total
+
+
+def box_squared(q, i, lower, upper, node):
+    """(min, max) squared distance from q[i] to the node's box (only ever compared with a
+    margin, so its rounding does not matter); without branches, which the walks' random
+    boxes would mispredict."""
+    low = 0.0
+    high = 0.0
+    for d in range(q.shape[1]):
+        v = q[i, d]
+        a = lower[node, d]
+        b = upper[node, d]
+        gap = max(max(a - v, v - b), 0.0)
+        far = max(v - a, b - v)
+        low += gap * gap
+        high += far * far
+    return low, high
+
+
+def children_low(q, i, lower, upper, a, b):
+    """Smallest squared distances from q[i] to the boxes of nodes a and b (compared with a
+    margin only)."""
+    low_a = 0.0
+    low_b = 0.0
+    for d in range(q.shape[1]):
+        v = q[i, d]
+        gap_a = max(max(lower[a, d] - v, v - upper[a, d]), 0.0)
+        gap_b = max(max(lower[b, d] - v, v - upper[b, d]), 0.0)
+        low_a += gap_a * gap_a
+        low_b += gap_b * gap_b
+    return low_a, low_b
+
+
+def push_children(q, i, lower, upper, left, right, node, nodes, bounds, top):
+    """Push both children of ``node`` with their lower bounds, the nearer one on top (walked
+    first); return the new stack top."""
+    near = left[node]
+    far = right[node]
+    near_low, far_low = children_low(q, i, lower, upper, near, far)
+    if far_low < near_low:
+        near, far, near_low, far_low = far, near, far_low, near_low
+    nodes[top] = far
+    bounds[top] = far_low
+    nodes[top + 1] = near
+    bounds[top + 1] = near_low
+    return top + 2
+
+
+def keep_best(best_d, best_i, k, d2, index):
+    """Insert ``(d2, index)`` among the k best so far, ordered by (squared distance, index),
+    if it belongs there."""
+    if d2 > best_d[k - 1] or (d2 == best_d[k - 1] and index > best_i[k - 1]):
+        return
+    slot = k - 1
+    while slot > 0 and (
+        d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and index < best_i[slot - 1])
+    ):
+        best_d[slot] = best_d[slot - 1]
+        best_i[slot] = best_i[slot - 1]
+        slot -= 1
+    best_d[slot] = d2
+    best_i[slot] = index
+
+
+def is_point(lower, upper, node):
+    """Whether every point of the node is one and the same point (a box of no width)."""
+    for d in range(lower.shape[1]):
+        if lower[node, d] != upper[node, d]:
+            return False
+    return True
+
+
+def shared(*walks):
+    """Register plain functions to be compiled inline into their callers on the CPU (numba's
+    generic registry, inlined in numba's IR: as fast as a walk written out in one kernel);
+    ``cuda.py`` registers the same tuple for the GPU."""
+    for walk in walks:
+        register_jitable(inline="always")(walk)
+    return walks
+
+
+SHARED = shared(pair_squared, squared, box_squared, children_low, push_children, keep_best,
+                is_point)  # fmt: skip
+
+
+# ------------------------------------------------------------------------- tree build
+@njit(cache=True)
+def _select(order, points, dim, lo, hi, kth):
+    """Quickselect: order[lo:hi] rearranged so that order[kth] holds the kth value of
+    points[:, dim], smaller-or-equal ones before it and greater-or-equal ones after."""
+    while hi - lo > 1:
+        a = points[order[lo], dim]
+        b = points[order[(lo + hi) // 2], dim]
+        c = points[order[hi - 1], dim]
+        pivot = max(min(a, b), min(max(a, b), c))  # median of three
+        i, j = lo, hi - 1
+        while i <= j:
+            while points[order[i], dim] < pivot:
+                i += 1
+            while points[order[j], dim] > pivot:
+                j -= 1
+            if i <= j:
+                order[i], order[j] = order[j], order[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j + 1
+        elif kth >= i:
+            lo = i
+        else:
+            return
+
+
+@njit(cache=True, parallel=True)
+def _build(points, leaf_size):
+    """Nodes created, then split, in breadth-first order, the nodes of one level in parallel
+    (their rows are disjoint): the same tree whatever the number of threads."""
+    n, dim = points.shape
+    order = np.arange(n)
+    capacity = 4 * (n // leaf_size + 1)
+    start = np.zeros(capacity, np.int64)
+    stop = np.zeros(capacity, np.int64)
+    left = np.full(capacity, -1, np.int64)
+    right = np.full(capacity, -1, np.int64)
+    lower = np.empty((capacity, dim))
+    upper = np.empty((capacity, dim))
+    low_index = np.empty(capacity, np.int64)
+    stop[0] = n
+    first, count = 0, 1  # the current level: nodes first .. count - 1
+    while first < count:
+        width = count - first
+        for i in prange(width):
+            node = first + i
+            s, e = start[node], stop[node]
+            lowest = order[s]
+            for d in range(dim):
+                lower[node, d] = points[order[s], d]
+                upper[node, d] = points[order[s], d]
+            for row in range(s + 1, e):
+                lowest = min(lowest, order[row])
+                for d in range(dim):
+                    v = points[order[row], d]
+                    # NaN-propagating: a node holding a NaN has NaN bounds, so it is
+                    # never skipped, counted whole or taken for duplicates
+                    lower[node, d] = np.minimum(lower[node, d], v)
+                    upper[node, d] = np.maximum(upper[node, d], v)
+            low_index[node] = lowest
+        children = np.full(width, -1, np.int64)
+        following = count
+        for i in range(width):  # children numbered in the level's order
+            if stop[first + i] - start[first + i] > leaf_size:
+                children[i] = following
+                following += 2
+        for i in prange(width):
+            if children[i] < 0:
+                continue
+            node = first + i
+            s, e = start[node], stop[node]
+            widest = 0
+            for d in range(1, dim):
+                if upper[node, d] - lower[node, d] > upper[node, widest] - lower[node, widest]:
+                    widest = d
+            middle = (s + e) // 2
+            _select(order, points, widest, s, e, middle)
+            left[node], right[node] = children[i], children[i] + 1
+            start[children[i]], stop[children[i]] = s, middle
+            start[children[i] + 1], stop[children[i] + 1] = middle, e
+        first, count = count, following
+    return (order, start[:count].copy(), stop[:count].copy(), left[:count].copy(),
+            right[:count].copy(), lower[:count].copy(), upper[:count].copy(),
+            low_index[:count].copy())  # fmt: skip
+
