@@ -40,13 +40,14 @@ def install(monkeypatch, engine: str, arithmetic: str = "expanded", gpus: int = 
 def exact_rows(monkeypatch):
     """Records how many rows each call sends to the exact walk (certification failed)."""
     calls: list[int] = []
-    original = nb._exact_rows
+    original = nb._tree_neighbours
 
-    def recording(points, rows, k, backend, bound):
-        calls.append(int(rows.size))
-        return original(points, rows, k, backend, bound)
+    def recording(points, k, backend, rows=None):
+        if rows is not None:
+            calls.append(int(rows.size))
+        return original(points, k, backend, rows)
 
-    monkeypatch.setattr(nb, "_exact_rows", recording)
+    monkeypatch.setattr(nb, "_tree_neighbours", recording)
     return calls
 
 
