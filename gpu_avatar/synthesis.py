@@ -112,12 +112,16 @@ def random_ranks(uniforms: np.ndarray) -> np.ndarray:
 def draw_uniforms(
     n_rows: int, n_columns: int, seed: np.random.SeedSequence, first_row: int
 ) -> np.ndarray:
-    """Uniform numbers in [0, 1) for the categorical draws of a block-aligned row slice."""
+    """Uniform numbers in [0, 1) for the categorical draws of a block-aligned row slice (its
+    blocks drawn on threads, as the weights)."""
     out = np.empty((n_rows, n_columns))
-    for start in range(0, n_rows, RANDOM_BLOCK):
+
+    def block(start: int) -> None:
         stop = min(start + RANDOM_BLOCK, n_rows)
         rng = _block_generator(seed, _STREAM_DRAWS, (first_row + start) // RANDOM_BLOCK)
         out[start:stop] = rng.random((stop - start, n_columns))
+
+    _each_block(block, range(0, n_rows, RANDOM_BLOCK))
     return out
 
 
@@ -146,8 +150,9 @@ def synthesize(
     codes = backend.asarray(codes)
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
-    for start in range(0, n, RANDOM_BLOCK):
-        stop = min(start + RANDOM_BLOCK, n)
+    window = RANDOM_BLOCK * _cores()  # the random numbers of a window: a block per thread
+    for start in range(0, n, window):
+        stop = min(start + window, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
         weights = backend.asarray(random_weights(host_distances, seed, start, zero_distance))
         if categorical == "draw":  # one compiled pass over the block (synthesis_kernels.py)

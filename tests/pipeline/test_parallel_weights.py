@@ -7,8 +7,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import gpu_avatar as ga
 from gpu_avatar import synthesis
 from gpu_avatar.synthesis import RANDOM_BLOCK
 
@@ -79,3 +81,17 @@ def test_an_error_in_a_block_is_raised(monkeypatch):
     with pytest.raises(RuntimeError, match="block failed"):
         synthesis.random_weights(np.ones((3 * RANDOM_BLOCK, 4)), np.random.SeedSequence(0), 0,
                                  "paper")  # fmt: skip
+
+
+def test_avatars_do_not_depend_on_the_number_of_cores(monkeypatch):
+    """``synthesize`` draws a window of blocks (one per core) at a time: the same avatars
+    with one core or four."""
+    rng = np.random.default_rng(0)
+    n = 2 * RANDOM_BLOCK + 99
+    df = pd.DataFrame({"a": rng.normal(size=n) + 0.5, "b": rng.normal(size=n) + 0.5,
+                       "c": rng.choice(list("xyz"), n)})
+    avatars = []
+    for cores in (1, 4):
+        monkeypatch.setattr(synthesis, "_cores", lambda cores=cores: cores)
+        avatars.append(ga.avatarize(df, k=5, seed=3).sensitive_unshuffled_avatars)
+    pd.testing.assert_frame_equal(*avatars)
