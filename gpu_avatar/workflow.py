@@ -96,8 +96,8 @@ def prepare_release(
         check_output("report", report, report_format)  # before the work
     frame = to_pandas(original)
     options = metric_options(options)
-    check_metric_columns(frame, options, check_types(settings.get("types") or (
-        parameters.types if parameters is not None else None)))  # before the work
+    types = settings["types"] if "types" in settings else getattr(parameters, "types", None)
+    check_metric_columns(frame, options, check_types(types))  # before the work
     if holdout is not None:
         holdout = check_same_table(frame, to_pandas(holdout), "holdout", same_rows=False)
     steps = Steps(progress, "prepare release")

@@ -27,6 +27,15 @@ def run_cli(*args, cwd=None, timeout: float = 300) -> subprocess.CompletedProces
     )
 
 
+def run_main(capsys, *arguments) -> tuple[int, str, str]:
+    """``gpu-avatar`` run in this process (``cli.main``): exit status, stdout, stderr."""
+    from gpu_avatar.cli import main
+
+    status = main([str(a) for a in arguments])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
 def check_ok(process: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert process.returncode == 0, f"exit {process.returncode}\n{process.stderr}"
     assert process.stderr == "", process.stderr  # no bar off a terminal, no warning

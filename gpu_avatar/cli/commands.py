@@ -77,8 +77,8 @@ from .manifest import check_manifest, manifest_path, write_manifest
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
-CLI_NAMES = COMMAND_LINE_NAMES  # advice.next_steps, in command-line words
-YAML_NAMES = {**CLI_NAMES, "weights": "column_weights in the YAML file's tables"}  # databases
+# advice.next_steps in the words of a YAML database
+YAML_NAMES = {**COMMAND_LINE_NAMES, "weights": "column_weights in the YAML file's tables"}
 YAML_SUFFIXES = (".yaml", ".yml")  # advise INPUT: a database declared in YAML
 
 PROG = "gpu-avatar"
@@ -631,7 +631,7 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
         check_same_table(df, holdout, f"--holdout {args.holdout}", same_rows=False)
     advice = ga.advise(df, types=column_types(df, args), holdout=holdout, progress=progress,
                        **options, **settings)
-    _say_advice(advice, CLI_NAMES)
+    _say_advice(advice, COMMAND_LINE_NAMES)
     if advice.k is not None:
         _say(f"reproduce: gpu-avatar avatarize {args.input} AVATARS --k {advice.k} "
              f"--ncp {advice.ncp} --seed {advice.parameters.seed}")

@@ -10,17 +10,12 @@ import re
 
 import pandas as pd
 import pytest
+from cli_helpers import run_main
 
-from gpu_avatar.cli import main
 from gpu_avatar.demo import load_aids
 
 pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 
-
-def run(capsys, *arguments) -> tuple[int, str, str]:
-    status = main([str(a) for a in arguments])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +32,7 @@ TABLE = ["--types", "pidnum=identifier", "--seed", "0", "--candidates", "5", "20
 
 
 def test_targets_replace_the_thresholds_that_advise_judges(aids300, tmp_path, capsys):
-    status, out, err = run(capsys, "advise", aids300, *TABLE, "--targets", "closest_rate=80",
+    status, out, err = run_main(capsys, "advise", aids300, *TABLE, "--targets", "closest_rate=80",
                            "--output", tmp_path / "candidates.csv")
     assert status == 0, err
     # the given threshold, with advice's 2 % margin (80 * 1.02), the others the defaults'
@@ -48,7 +43,7 @@ def test_targets_replace_the_thresholds_that_advise_judges(aids300, tmp_path, ca
     assert candidates.loc[20, "closest_rate passed"] and candidates.loc[20, "passed"]
 
     # --targets repeats like --types; a harder hidden rate (95 * 1.02) is missed at k = 20
-    status, out, err = run(capsys, "advise", aids300, *TABLE, "--targets", "closest_rate=80",
+    status, out, err = run_main(capsys, "advise", aids300, *TABLE, "--targets", "closest_rate=80",
                            "--targets", "hidden_rate=95")
     assert status == 0, err
     assert "the closest, k = 20, misses hidden_rate 96.7 (target > 96.9); try larger k" in out
@@ -56,11 +51,11 @@ def test_targets_replace_the_thresholds_that_advise_judges(aids300, tmp_path, ca
 
 
 def test_k_auto_takes_the_targets(aids300, tmp_path, capsys):
-    status, out, err = run(capsys, "avatarize", aids300, tmp_path / "avatars.csv", "--k", "auto",
-                           *TABLE)
+    status, out, err = run_main(capsys, "avatarize", aids300, tmp_path / "avatars.csv", "--k",
+                                "auto", *TABLE)
     assert status == 1 and "misses closest_rate 82.3 (target > 91.8)" in err  # the default
-    status, out, err = run(capsys, "avatarize", aids300, tmp_path / "avatars.csv", "--k", "auto",
-                           *TABLE, "--targets", "closest_rate=80")
+    status, out, err = run_main(capsys, "avatarize", aids300, tmp_path / "avatars.csv", "--k",
+                                "auto", *TABLE, "--targets", "closest_rate=80")
     assert status == 0, err
     assert "advice: k = 20 meets" in out and "(k 20, ncp 5, seed 0)" in out
     assert len(pd.read_csv(tmp_path / "avatars.csv")) == 300
@@ -83,7 +78,7 @@ links:
 
 def test_advise_on_a_yaml_database_and_its_reproduce_line(datasets_path, tmp_path, capsys):
     config = _hospital_yaml(tmp_path, datasets_path)
-    status, out, err = run(capsys, "advise", config, "--candidates", "5", "60", "--targets",
+    status, out, err = run_main(capsys, "advise", config, "--candidates", "5", "60", "--targets",
                            "hidden_rate=85", "--output", tmp_path / "candidates.json")
     assert status == 0, err
     assert ("advice: k = 60 meets every privacy target measured (worst hidden_rate > 86.7, "
@@ -101,7 +96,7 @@ def test_advise_on_a_yaml_database_and_its_reproduce_line(datasets_path, tmp_pat
     # the command it prints, with the doctors' k set in the YAML, gives the measured release
     config.write_text(config.read_text().replace("primary_key: d_id", "primary_key: d_id, k: 49"))
     command = line.group(1).replace("OUTPUT", str(tmp_path / "out")).split()
-    status, out, err = run(capsys, *command, "--no-report")
+    status, out, err = run_main(capsys, *command, "--no-report")
     assert status == 0, err
     matrix = out[out.index("## Privacy summary"):]
     assert f"{worst['worst hidden_rate']:.1f} % (LC {worst['worst local_cloaking']:g}) pass" \
@@ -116,7 +111,7 @@ def test_advise_on_yaml_words_the_data_errors_for_the_yaml_file(datasets_path, t
     config = _hospital_yaml(tmp_path, datasets_path)
     config.write_text(config.read_text().replace(
         f"{os.path.relpath(datasets_path, tmp_path)}/visit.csv", "visit.csv"))
-    status, out, err = run(capsys, "advise", config, "--candidates", "5")
+    status, out, err = run_main(capsys, "advise", config, "--candidates", "5")
     assert status == 1 and out == ""
     assert err.splitlines()[-1].endswith(
         "fix the data, or drop them: links: - {parent: patient, child: visit, foreign_key: "
@@ -130,7 +125,7 @@ def test_advise_with_a_holdout_attacks_the_candidates(aids300, datasets_path, tm
     training, holdout = tmp_path / "training.csv", tmp_path / "holdout.csv"
     rows.iloc[:240].to_csv(training, index=False)
     rows.iloc[240:].to_csv(holdout, index=False)
-    status, out, err = run(capsys, "advise", training, *TABLE, "--targets", "closest_rate=70",
+    status, out, err = run_main(capsys, "advise", training, *TABLE, "--targets", "closest_rate=70",
                            "--holdout", holdout, "--output", tmp_path / "candidates.csv")
     assert status == 0, err
     candidates = pd.read_csv(tmp_path / "candidates.csv").set_index("k")
@@ -138,6 +133,6 @@ def test_advise_with_a_holdout_attacks_the_candidates(aids300, datasets_path, tm
     assert measured.notna().tolist() == candidates["passed"].tolist()  # attacked if passing
     assert re.search(r"^advice: k = \d+ meets .* (no|the fewest) measurable attack risks?", out,
                      re.M), out
-    status, out, err = run(capsys, "advise", _hospital_yaml(tmp_path, datasets_path), "--holdout",
-                           holdout)
+    status, out, err = run_main(capsys, "advise", _hospital_yaml(tmp_path, datasets_path),
+                                "--holdout", holdout)
     assert status == 2 and "--holdout: the attacks are measured on one table" in err

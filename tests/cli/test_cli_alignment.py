@@ -10,6 +10,7 @@ from importlib import resources
 
 import pandas as pd
 import pytest
+from cli_helpers import run_main
 
 import gpu_avatar as ga
 from gpu_avatar.cli import main
@@ -20,11 +21,6 @@ pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 AIDS = resources.files("gpu_avatar.data") / "aids.csv"  # ';'-separated
 TYPES = ["--types", "pidnum=identifier", "--categorical-max-distinct", "10"]
 
-
-def run(capsys, *arguments) -> tuple[int, str, str]:
-    status = main([str(a) for a in arguments])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +46,12 @@ def test_the_manifest_records_the_originals_parameters_and_seed(avatarized):
 
 
 def test_unshuffled_avatars_are_measured_and_the_release_is_refused(avatarized, capsys):
-    status, out, err = run(capsys, "metrics", avatarized / "aids.csv",
+    status, out, err = run_main(capsys, "metrics", avatarized / "aids.csv",
                            avatarized / "unshuffled.csv", *TYPES)
     assert status == 0, err
     assert "privacy: hidden rate" in out
     for command in (["metrics"], ["report", "--output", avatarized / "report.html"]):
-        status, out, err = run(capsys, *command, avatarized / "aids.csv",
+        status, out, err = run_main(capsys, *command, avatarized / "aids.csv",
                                avatarized / "released.csv", *TYPES)
         assert status == 1 and out == ""
         assert "not shown row-aligned with the originals" in err
@@ -63,7 +59,7 @@ def test_unshuffled_avatars_are_measured_and_the_release_is_refused(avatarized, 
                "--unshuffled-output; --no-alignment-check skips" in err
     assert not (avatarized / "report.html").exists()
     # the documented way out, for unshuffled avatars the test cannot tell
-    status, out, err = run(capsys, "metrics", avatarized / "aids.csv",
+    status, out, err = run_main(capsys, "metrics", avatarized / "aids.csv",
                            avatarized / "released.csv", "--no-alignment-check", *TYPES)
     assert status == 0, err
     assert "hidden rate 99." in out or "hidden rate 100.0" in out  # strangers' avatars
@@ -77,15 +73,15 @@ def test_originals_other_than_the_manifest_s_are_refused(avatarized, tmp_path, c
         changed, sep=";", index=False)
     unshuffled = avatarized / "unshuffled.csv"
     for command in (["metrics"], ["report", "--output", tmp_path / "report.html"]):
-        status, _, err = run(capsys, *command, fewer, unshuffled, *TYPES)
+        status, _, err = run_main(capsys, *command, fewer, unshuffled, *TYPES)
         assert status == 1
         assert f"{unshuffled} holds the avatars of a table of 2139 rows" in err
         assert "but " + str(fewer) + " has 2138" in err
-        status, _, err = run(capsys, *command, changed, unshuffled, *TYPES)
+        status, _, err = run_main(capsys, *command, changed, unshuffled, *TYPES)
         assert status == 1
         assert f"{unshuffled} holds the avatars of another table than {changed}" in err
     broken = tmp_path / "unshuffled.csv"
     shutil.copyfile(unshuffled, broken)
     (tmp_path / "unshuffled.csv.manifest.json").write_text("{not json")
-    status, _, err = run(capsys, "metrics", avatarized / "aids.csv", broken, *TYPES)
+    status, _, err = run_main(capsys, "metrics", avatarized / "aids.csv", broken, *TYPES)
     assert status == 1 and "not a readable manifest of unshuffled avatars" in err
