@@ -70,8 +70,12 @@ class TableFile:
 
     @property
     def write_options(self) -> dict[str, Any]:
-        """``write_table``'s options that keep the input's way of writing."""
-        return {"sep": self.sep, "decimal": self.decimal, "encoding": self.encoding}
+        """``write_table``'s options that keep the input's way of writing, dates included
+        (a day-first column comes back day first)."""
+        dates = {column: typing.written_format for column, typing in self.typings.items()
+                 if typing.written_format is not None}
+        return {"sep": self.sep, "decimal": self.decimal, "encoding": self.encoding,
+                "date_formats": dates}
 
     def summary(self) -> str:
         """One paragraph: how the file was read and what each text column became."""
@@ -272,12 +276,16 @@ def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None 
 
 
 def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
-                decimal: str = ".", encoding: str | None = None) -> Path:
+                decimal: str = ".", encoding: str | None = None,
+                date_formats: Mapping[Any, str] | None = None) -> Path:
     """Write ``df`` (without its index) as CSV or Parquet, from the file name; a CSV with
-    ``sep`` (default ","; a .tsv file: tab), ``decimal`` and ``encoding`` (default UTF-8).
-    The file appears whole or not at all (``outputs.atomic_path``)."""
+    ``sep`` (default ","; a .tsv file: tab), ``decimal``, ``encoding`` (default UTF-8) and
+    its date columns written with ``date_formats`` (column -> strftime format; others ISO
+    8601). The file appears whole or not at all (``outputs.atomic_path``)."""
     path = Path(path)
     kind = table_format(path)
+    if kind == "csv" and date_formats:
+        df = _dates_written(df, date_formats)
     if kind == "parquet":
         import_extra("pyarrow", "parquet", "writing Parquet files")
     with atomic_path(path) as temporary:
@@ -291,3 +299,13 @@ def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
                       encoding=encoding or "utf-8",
                       compression="gzip" if name.endswith(".gz") else None)
     return path
+
+
+def _dates_written(df: pd.DataFrame, date_formats: Mapping[Any, str]) -> pd.DataFrame:
+    """A copy of ``df`` with each date column of ``date_formats`` as text in its format
+    (missing stays missing); a column that is not dates (any more) is left as it is."""
+    out = df.copy(deep=False)
+    for column, form in date_formats.items():
+        if column in out.columns and pd.api.types.is_datetime64_any_dtype(out[column]):
+            out[column] = out[column].dt.strftime(form)
+    return out

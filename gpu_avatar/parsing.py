@@ -183,21 +183,52 @@ def detect_date_reading(text: pd.Series, where: str,
     return readings[0] if readings else None
 
 
+def time_parts(text: pd.Series) -> int:
+    """The time of day dates written as ``text`` carry: 0 none, 1 hours and minutes, 2 with
+    seconds."""
+    return int(text.str.contains(":").any()) + int(text.str.count(":").ge(2).any())
+
+
+def written_date_format(example: str, reading: str, times: int) -> str:
+    """The strftime format that writes dates as ``example`` (read by ``reading``, with
+    ``times`` as ``time_parts``) is written: a given format as it is; ISO 8601, day or month
+    first with the example's separators."""
+    if reading not in DATE_ORDERS and reading != ISO:
+        return reading
+    clock = ("", " %H:%M", " %H:%M:%S")[times]
+    if reading == ISO:
+        separator = "T" if "T" in example else " "
+        return "%Y-%m-%d" + clock.replace(" ", separator)
+    separator = next(c for c in example if not c.isdigit())
+    first, second = ("%d", "%m") if reading == "day first" else ("%m", "%d")
+    return f"{first}{separator}{second}{separator}%Y{clock}"
+
+
 # ----------------------------------------------------------------------- a column
 @dataclass(frozen=True)
 class TextTyping:
     """How a text column was read: ``kind`` "number", "integer", "date", "boolean" or
-    "text"; ``date_format`` for dates (a reading of ``to_datetimes``); ``stopped``: for a
+    "text"; ``date_format`` for dates (a reading of ``to_datetimes``), ``written_format``
+    how they were written (``written_date_format``); ``stopped``: for a
     column kept as text that mostly parsed as numbers or dates, a value that stopped it."""
 
     kind: str
     values: pd.Series
     date_format: str | None = None
     stopped: Any = None
+    written_format: str | None = None  # dates: the strftime format they were written in
 
 
 def _text_kept(values: pd.Series, stopped: Any = None) -> TextTyping:
     return TextTyping("text", values, stopped=stopped)
+
+
+def _dates(values: pd.Series, text: pd.Series, parsed: pd.Series, reading: str) -> TextTyping:
+    """A column read as dates, with the format its values were written in (None: ISO 8601
+    with offsets, which pandas writes back as read)."""
+    offsets = reading == ISO and getattr(parsed.dtype, "tz", None) is not None
+    written = None if offsets else written_date_format(text.iloc[0], reading, time_parts(text))
+    return TextTyping("date", _placed(values, parsed), reading, written_format=written)
 
 
 def type_text_column(
@@ -212,14 +243,14 @@ def type_text_column(
     if try_format is not None and date_format is None and len(text):
         parsed = to_datetimes(text, try_format)
         if parsed.notna().all():
-            return TextTyping("date", _placed(values, parsed), try_format)
+            return _dates(values, text, parsed, try_format)
     if date_format is not None:
         parsed = to_datetimes(text, date_format)
         failed = first_failure(text, parsed)
         if failed is not None:
             raise AvatarError(f"{where}: {failed!r} does not read as a date with format "
                               f"{date_format!r}")
-        return TextTyping("date", _placed(values, parsed), date_format)
+        return _dates(values, text, parsed, date_format)
     if text.empty:
         return _text_kept(values)
     lowered = text.str.lower()
@@ -239,7 +270,7 @@ def type_text_column(
         return _text_kept(values, first_failure(text, numbers))
     found = detect_date_reading(text, where, fix)
     if found is not None:
-        return TextTyping("date", _placed(values, to_datetimes(text, found)), found)
+        return _dates(values, text, to_datetimes(text, found), found)
     if numbers.notna().mean() >= 0.5:
         return _text_kept(values, first_failure(sample, numbers))
     dates = parse_iso(sample)

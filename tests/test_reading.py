@@ -152,6 +152,8 @@ def test_the_release_is_written_as_the_input_was(export, tmp_path, capsys):
     assert not set(released["email"]) & set(original["email"])
     # dates come back as dates (day resolution), not as some original person's text
     assert (released["birth"] == released["birth"].dt.normalize()).all()
+    written = pd.read_csv(output, sep=";", encoding="cp1252", dtype=str)["birth"]
+    assert written.str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()  # day first, as read
     unique = original["birth"].value_counts().loc[lambda c: c == 1].index
     assert released["birth"].isin(unique).mean() < 0.1  # text categories: every value copied
     assert released["cd496"].isna().any() and released["cd496"].dtype == "Int64"

@@ -25,8 +25,10 @@ from ..parsing import (
     detect_date_reading,
     first_failure,
     non_missing_text,
+    time_parts,
     to_datetimes,
     to_numbers,
+    written_date_format,
 )
 
 SECONDS_PER_DAY = 86400
@@ -94,8 +96,7 @@ class TextValues:
         """Learn from a chunk how its values are written (decimals, time of day)."""
         text, _ = self._parsed(series)
         if self.is_date:
-            self.times = max(self.times, int(text.str.contains(":").any())
-                             + int(text.str.count(":").ge(2).any()))
+            self.times = max(self.times, time_parts(text))
         else:
             digits = text.str.extract(rf"{re.escape(self.decimal)}(\d+)$", expand=False)
             if text.str.contains("[eE]").any():  # scientific notation: written as read
@@ -103,7 +104,7 @@ class TextValues:
             elif digits.notna().any() and self.decimals is not None:
                 self.decimals = max(self.decimals, int(digits.str.len().max()))
         if self.is_date and self.date_format is None and len(text):
-            self.date_format = _written_format(text.iloc[0], self.reading, self.times)
+            self.date_format = written_date_format(text.iloc[0], self.reading, self.times)
 
     def values(self, series: pd.Series) -> np.ndarray:
         """float64 values (dates: seconds since the epoch, UTC), NaN where missing."""
@@ -134,14 +135,3 @@ class TextValues:
         if mask is not None:
             written[mask] = None
         return written.astype(dtype)
-
-
-def _written_format(example: str, reading: str, times: int) -> str:
-    """The strftime format that writes dates as ``example`` is written."""
-    clock = ("", " %H:%M", " %H:%M:%S")[times]
-    if reading == ISO:
-        separator = "T" if "T" in example else " "
-        return "%Y-%m-%d" + clock.replace(" ", separator)
-    separator = next(c for c in example if not c.isdigit())
-    first, second = ("%d", "%m") if reading == "day first" else ("%m", "%d")
-    return f"{first}{separator}{second}{separator}%Y{clock}"
