@@ -403,7 +403,9 @@ class Pseudonymizer:
             return map(spec.pattern.format, itertools.count(_FIRST))
         if spec.strategy == "uuid4":
             rng = np.random.default_rng(self._sequence)
-            return (str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in itertools.count())
+            return (str(uuid.UUID(bytes=block[start:start + 16], version=4))
+                    for block in iter(lambda: rng.bytes(16 * 4096), None)  # 4096 at a time
+                    for start in range(0, len(block), 16))
         faker = _faker(spec)
         faker.seed_instance(int(self._sequence.generate_state(1, np.uint64)[0]))
         draw = getattr(faker, PII[spec.pii])
