@@ -5,14 +5,18 @@ indicators), and back with the original types.
 - ``encoder.py``: ``TableEncoder`` (``partial_fit`` chunk by chunk, ``fit``, ``transform``,
   ``decode``);
 - ``precision.py``: the precision continuous columns are released at (decimals, days, seconds);
-- ``identifiers.py``: fresh values for identifier columns.
+- ``identifiers.py``: fresh values for identifier columns;
+- ``pseudonyms.py``: pseudonyms of identifier values (fresh, integer, pattern, uuid4,
+  constant, hmac, fake), one per original value, chunk by chunk.
 """
 
 from .encoder import ColumnSpec, EncodedTable, TableEncoder
 from .identifiers import IdentifierValues, fresh_identifiers
 from .kinds import CATEGORICAL, CONTINUOUS, IDENTIFIER, KINDS, detect_kind, validate_table
+from .pseudonyms import Pseudonym, Pseudonymizer, pseudonymize
 
 __all__ = [
     "CATEGORICAL", "CONTINUOUS", "IDENTIFIER", "KINDS", "ColumnSpec", "EncodedTable",
-    "IdentifierValues", "TableEncoder", "detect_kind", "fresh_identifiers", "validate_table",
+    "IdentifierValues", "Pseudonym", "Pseudonymizer", "TableEncoder", "detect_kind",
+    "fresh_identifiers", "pseudonymize", "validate_table",
 ]  # fmt: skip

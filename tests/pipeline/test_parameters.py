@@ -144,7 +144,7 @@ def test_importing_gpu_avatar_imports_no_optional_extra():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout  # fmt: skip
     for extra in ("numba", "cupy", "cupyx", "cudf", "cuml", "faiss", "dask", "distributed",
-                  "matplotlib", "yaml", "tqdm", "sqlalchemy", "psycopg"):  # fmt: skip
+                  "matplotlib", "yaml", "tqdm", "sqlalchemy", "psycopg", "faker"):  # fmt: skip
         assert f"'{extra}'" not in loaded, (extra, loaded)
 
 
