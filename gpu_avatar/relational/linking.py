@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,7 +37,7 @@ import pandas as pd
 
 from ..backend import Backend, resolve_backend
 from ..encoding import CONTINUOUS, fresh_identifiers
-from ..encoding.identifying import IdentifyingColumn, refuse_undeclared_tables
+from ..encoding.identifying import refuse_undeclared_tables
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..metrics.privacy import metric_coordinates
 from ..parameters import (
@@ -50,13 +49,13 @@ from ..parameters import (
 )
 from ..pipeline import avatarize
 from ..progress import ProgressLike, Steps
-from ..sql import WRITE_CHUNK_ROWS
 from ..synthesis import shuffle_order
 from .assignment import (
     assign_linear_sum,
     assign_minimum_distance,
     round_preserving_sum,
 )
+from .results import DatabaseAvatarizationResult, LinkReport, TableRun
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
 from .time_series import SeriesModel, fit_series
 
@@ -74,97 +73,6 @@ def count_name(link: Link) -> str:
 
 def presence_name(link: Link) -> str:
     return f"has a {link.parent} (by {link.foreign_key})"
-
-
-@dataclass
-class LinkReport:
-    """How one link was rebuilt and how faithful it is."""
-
-    parent: str
-    child: str
-    foreign_key: str
-    method: str
-    cardinality_similarity: float  # 1 - KS statistic of children per parent, zeros included
-    referential_integrity: float  # % of avatar foreign keys that exist among avatar parents
-    total_cost: float | None = None
-    n_blocks: int = 1
-    cost_ratio_to_exact: float | None = None
-
-
-@dataclass
-class TableRun:
-    """How one table was avatarized: its parameters (seed: the table's entropy), step timings
-    and batches. Its enriched originals and avatars are not kept: they are as long as the table
-    and only the run needs them."""
-
-    parameters: AvatarParameters
-    projection_kind: str
-    timings: dict[str, float] = field(default_factory=dict)
-    batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions
-
-
-@dataclass
-class DatabaseAvatarizationResult:
-    """Avatar tables of a database, with what the metrics need.
-
-    ``tables`` is the release (rows shuffled, fresh keys); ``sensitive_unshuffled_tables`` keep
-    row i = avatar of original row i, for metrics only.
-    """
-
-    tables: dict[str, pd.DataFrame]
-    sensitive_unshuffled_tables: dict[str, pd.DataFrame]
-    originals: dict[str, pd.DataFrame] = field(repr=False)
-    database: Database = field(repr=False)
-    links: list[LinkReport]
-    table_results: dict[str, TableRun] = field(repr=False)
-    original_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
-    avatar_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
-    parameters: AvatarParameters  # the run's, for every table (seed: the run's entropy)
-    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per table
-    series_models: dict[tuple[str, str], SeriesModel] = field(default_factory=dict, repr=False)
-    # columns that could identify a person, released because their kind was declared
-    knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
-
-    def privacy_metrics(self, options: Any = None, **settings: Any):
-        """Privacy per (table, scenario, reference table), with metric ``options`` (a
-        ``MetricOptions``; its names as keywords too); see ``scenarios``."""
-        from .scenarios import database_privacy_metrics
-
-        return database_privacy_metrics(self, options, **settings)
-
-    def signal_metrics(self, **options: Any):
-        """Signal per (table, scenario, reference table); see ``scenarios``."""
-        from .scenarios import database_signal_metrics
-
-        return database_signal_metrics(self, **options)
-
-    def time_series_metrics(self) -> pd.DataFrame:
-        """Signal of every time-series link per measurement variable; see ``scenarios``."""
-        from .scenarios import time_series_signal
-
-        return time_series_signal(self)[0]
-
-    def metrics_summary(self, privacy=None) -> pd.DataFrame:
-        """Rows: individual-level tables; columns: tables; cells: the worst scenario."""
-        from .scenarios import metrics_summary
-
-        return metrics_summary(self, privacy)
-
-    def to_sql(
-        self, url: Any, schema: str | None = None, if_exists: str = "fail", *,
-        chunk_rows: int = WRITE_CHUNK_ROWS, progress: Any = None,
-    ) -> dict[str, int]:
-        """Write the avatar tables (``tables``) to the database at ``url`` (and ``schema``):
-        the same column types, primary keys, NOT NULL and foreign key constraints, parents
-        first, in one transaction (a failed write leaves nothing). A target that already holds
-        one of the tables is refused unless ``if_exists="replace"``. Returns rows per table."""
-        from ..sql.write import write_database
-
-        return write_database(
-            self, url, schema=schema, if_exists=if_exists, chunk_rows=chunk_rows,
-            progress=progress,
-        )
-
 
 
 def enriched_table(
