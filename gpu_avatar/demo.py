@@ -23,7 +23,8 @@ from .metrics.signal import SignalMetrics
 from .outputs import atomic_path, staged_outputs
 from .pipeline.avatarize import AvatarizationResult, avatarize
 from .progress import ProgressLike, Steps
-from .relational.linking import DatabaseAvatarizationResult, avatarize_database
+from .relational.linking import avatarize_database
+from .relational.results import DatabaseAvatarizationResult
 from .relational.scenarios import format_summary
 from .relational.schema import Database
 

@@ -23,6 +23,9 @@ with fresh keys (released grouped by series, in the parent's release order, then
 A child without a parent (a missing foreign key) is kept: its parent's columns are missing,
 and a "has a parent" variable (``presence_name``) is avatarized with the rest, so the avatars
 keep the share of children without a parent; those get a missing foreign key and no parent.
+
+``avatarize_database`` checks its arguments, then a ``DatabaseRun`` does the above; what it
+returns is in ``results``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,13 +53,13 @@ from ..parameters import (
 )
 from ..pipeline import avatarize
 from ..progress import ProgressLike, Steps
-from ..sql import WRITE_CHUNK_ROWS
 from ..synthesis import shuffle_order
 from .assignment import (
     assign_linear_sum,
     assign_minimum_distance,
     round_preserving_sum,
 )
+from .results import DatabaseAvatarizationResult, LinkReport, TableRun
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
 from .time_series import SeriesModel, fit_series
 
@@ -74,97 +77,6 @@ def count_name(link: Link) -> str:
 
 def presence_name(link: Link) -> str:
     return f"has a {link.parent} (by {link.foreign_key})"
-
-
-@dataclass
-class LinkReport:
-    """How one link was rebuilt and how faithful it is."""
-
-    parent: str
-    child: str
-    foreign_key: str
-    method: str
-    cardinality_similarity: float  # 1 - KS statistic of children per parent, zeros included
-    referential_integrity: float  # % of avatar foreign keys that exist among avatar parents
-    total_cost: float | None = None
-    n_blocks: int = 1
-    cost_ratio_to_exact: float | None = None
-
-
-@dataclass
-class TableRun:
-    """How one table was avatarized: its parameters (seed: the table's entropy), step timings
-    and batches. Its enriched originals and avatars are not kept: they are as long as the table
-    and only the run needs them."""
-
-    parameters: AvatarParameters
-    projection_kind: str
-    timings: dict[str, float] = field(default_factory=dict)
-    batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions
-
-
-@dataclass
-class DatabaseAvatarizationResult:
-    """Avatar tables of a database, with what the metrics need.
-
-    ``tables`` is the release (rows shuffled, fresh keys); ``sensitive_unshuffled_tables`` keep
-    row i = avatar of original row i, for metrics only.
-    """
-
-    tables: dict[str, pd.DataFrame]
-    sensitive_unshuffled_tables: dict[str, pd.DataFrame]
-    originals: dict[str, pd.DataFrame] = field(repr=False)
-    database: Database = field(repr=False)
-    links: list[LinkReport]
-    table_results: dict[str, TableRun] = field(repr=False)
-    original_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
-    avatar_parent_rows: dict[tuple[str, str], np.ndarray] = field(repr=False)
-    parameters: AvatarParameters  # the run's, for every table (seed: the run's entropy)
-    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per table
-    series_models: dict[tuple[str, str], SeriesModel] = field(default_factory=dict, repr=False)
-    # columns that could identify a person, released because their kind was declared
-    knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
-
-    def privacy_metrics(self, options: Any = None, **settings: Any):
-        """Privacy per (table, scenario, reference table), with metric ``options`` (a
-        ``MetricOptions``; its names as keywords too); see ``scenarios``."""
-        from .scenarios import database_privacy_metrics
-
-        return database_privacy_metrics(self, options, **settings)
-
-    def signal_metrics(self, **options: Any):
-        """Signal per (table, scenario, reference table); see ``scenarios``."""
-        from .scenarios import database_signal_metrics
-
-        return database_signal_metrics(self, **options)
-
-    def time_series_metrics(self) -> pd.DataFrame:
-        """Signal of every time-series link per measurement variable; see ``scenarios``."""
-        from .scenarios import time_series_signal
-
-        return time_series_signal(self)[0]
-
-    def metrics_summary(self, privacy=None) -> pd.DataFrame:
-        """Rows: individual-level tables; columns: tables; cells: the worst scenario."""
-        from .scenarios import metrics_summary
-
-        return metrics_summary(self, privacy)
-
-    def to_sql(
-        self, url: Any, schema: str | None = None, if_exists: str = "fail", *,
-        chunk_rows: int = WRITE_CHUNK_ROWS, progress: Any = None,
-    ) -> dict[str, int]:
-        """Write the avatar tables (``tables``) to the database at ``url`` (and ``schema``):
-        the same column types, primary keys, NOT NULL and foreign key constraints, parents
-        first, in one transaction (a failed write leaves nothing). A target that already holds
-        one of the tables is refused unless ``if_exists="replace"``. Returns rows per table."""
-        from ..sql.write import write_database
-
-        return write_database(
-            self, url, schema=schema, if_exists=if_exists, chunk_rows=chunk_rows,
-            progress=progress,
-        )
-
 
 
 def enriched_table(
@@ -291,45 +203,6 @@ def _relink(
     return report, rows
 
 
-def _unshuffled_table(
-    db: Database,
-    name: str,
-    table: pd.DataFrame,
-    avatars: pd.DataFrame,
-    fresh: np.ndarray,
-    release_order: np.ndarray,
-    new_keys: Mapping[str, np.ndarray],
-    avatar_positions: Mapping[tuple[str, str], np.ndarray],
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """Avatar table ``name`` with the original's columns and dtypes, row i = avatar of row i
-    (of a time series: its rows as rebuilt): primary keys ``fresh``, numbered in the release
-    order, and the parents' new keys; and those primary keys."""
-    primary_key = db.tables[name].primary_key
-    parent_of_key = {link.foreign_key: link.parent for link in db.parents_of(name)}
-    keys = np.empty(len(avatars), dtype=fresh.dtype)  # not object: no boxed integer per row
-    keys[release_order] = fresh
-    output = {}
-    for column in table.columns:
-        if column == primary_key:
-            values = pd.Series(keys)
-        elif column in parent_of_key:
-            rows = avatar_positions[(name, column)]
-            values = pd.Series(new_keys[parent_of_key[column]][np.maximum(rows, 0)])
-            if (rows == NO_PARENT).any():  # children without a parent: a missing key
-                values = values.astype(object).mask(pd.Series(rows == NO_PARENT))
-        else:
-            values = avatars[column].reset_index(drop=True)
-        dtype = table[column].dtype
-        if isinstance(dtype, pd.CategoricalDtype) and column in parent_of_key:
-            # its categories are original keys, none of which survives: use the new ones
-            values = values.astype(dtype.categories.dtype).astype(
-                pd.CategoricalDtype(ordered=dtype.ordered)
-            )
-            dtype = values.dtype
-        output[column] = values.astype(dtype)
-    return pd.DataFrame(output, columns=table.columns), keys
-
-
 def _series_avatars(
     db: Database, link: Link, model: SeriesModel, parent_avatars: pd.DataFrame,
     parent_release: np.ndarray, sequence: np.random.SeedSequence, backend: Backend,
@@ -346,6 +219,271 @@ def _series_avatars(
         integer = pd.api.types.is_integer_dtype(table[variable].dtype)
         columns[variable] = pd.Series(np.round(column) if integer else column)
     return pd.DataFrame(columns), rows, np.argsort(parent_release[rows], kind="stable")
+
+
+@dataclass
+class ParentAvatars:
+    """What the children still to come need of an avatarized parent table (unshuffled rows)."""
+
+    columns: pd.DataFrame  # the variables, children counts and series features of its links
+    keys: np.ndarray  # its new primary keys
+    release_positions: np.ndarray | None  # each row's place in the release (series parents)
+
+
+class DatabaseRun:
+    """One avatarization of a checked database, table by table in topological order: each is
+    avatarized (an ordinary table, or a time series rebuilt from its parent's avatars),
+    relinked to its avatar parents and released. Between tables it holds only what the
+    children still to come need of their parents (``parents``, dropped after a parent's last
+    child); the rest is what the result gathers."""
+
+    def __init__(
+        self,
+        db: Database,
+        data: dict[str, pd.DataFrame],
+        order: list[str],
+        parameters: AvatarParameters,
+        per_table: dict[str, AvatarParameters],
+        assignment_block_size: int | None,
+        progress: ProgressLike,
+    ) -> None:
+        self.db = db
+        self.data = data  # the validated originals
+        self.order = order
+        self.parameters = parameters
+        self.per_table = per_table
+        self.assignment_block_size = assignment_block_size
+        self.steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
+        self.backend = resolve_backend(parameters.backend)
+        self.sequence = seed_sequence(parameters.seed)
+        self.original_parent_rows = {
+            (link.child, link.foreign_key): parent_rows(
+                data[link.child], link.foreign_key, data[link.parent], link.parent_key
+            )
+            for link in db.links
+        }
+        self.avatar_parent_rows: dict[tuple[str, str], np.ndarray] = {}
+        self.parents: dict[str, ParentAvatars] = {}
+        self.series_models: dict[tuple[str, str], SeriesModel] = {}
+        self.projection_seconds: dict[str, float] = {}  # a series table's, until it is rebuilt
+        self.table_runs: dict[str, TableRun] = {}
+        self.link_reports: list[LinkReport] = []
+        self.unshuffled: dict[str, pd.DataFrame] = {}
+        self.released: dict[str, pd.DataFrame] = {}
+
+    def avatarize_tables(self) -> None:
+        """Every table, parents first."""
+        for index, name in enumerate(self.order):
+            self.avatarize_table(index, name)
+
+    def avatarize_table(self, index: int, name: str) -> None:
+        """Avatarize, relink and release table ``name``, seeded by its place in the order."""
+        sequence = np.random.SeedSequence(self.sequence.entropy, spawn_key=(index,))
+        series_link = next(
+            (link for link in self.db.parents_of(name) if link.method == "time_series"), None
+        )
+        if series_link is None:
+            avatars, fresh, release_order = self.ordinary_table(name, sequence)
+        else:
+            avatars, fresh, release_order = self.series_table(name, series_link, sequence)
+        unshuffled, keys = self.released_columns(name, avatars, fresh, release_order)
+        if self.db.children_of(name):
+            self.parents[name] = self.parent_avatars(name, avatars, keys, release_order)
+        del avatars, fresh  # before the shuffled copy: the released columns hold them now
+        self.unshuffled[name] = unshuffled
+        self.released[name] = unshuffled.iloc[release_order].reset_index(drop=True)
+        for parent in {link.parent for link in self.db.parents_of(name)}:
+            children = self.db.children_of(parent)
+            if all(self.order.index(link.child) <= index for link in children):
+                del self.parents[parent]  # its last child is linked
+
+    def ordinary_table(
+        self, name: str, sequence: np.random.SeedSequence
+    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+        """The unshuffled avatars of table ``name``, linked to their avatar parents; its fresh
+        primary keys; its release order."""
+        n = len(self.data[name])
+        # first: finding fresh keys takes far more memory than they hold
+        fresh = self.fresh_keys(name, n)
+        avatars = self.avatarize(name, sequence)
+        self.relink(name, avatars)
+        return avatars, fresh, shuffle_order(n, sequence)
+
+    def series_table(
+        self, name: str, link: Link, sequence: np.random.SeedSequence
+    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+        """The series of time-series table ``name`` rebuilt for every avatar parent (``link``),
+        their fresh primary keys and release order; the link is reported."""
+        key = (name, link.foreign_key)
+        parent = self.parents[link.parent]
+        self.steps.start(f"table {name}")
+        started = time.perf_counter()
+        with error_context(f"table {name!r}"):
+            avatars, self.avatar_parent_rows[key], release_order = _series_avatars(
+                self.db, link, self.series_models[key], parent.columns,
+                parent.release_positions, sequence, self.backend,
+            )
+        self.table_runs[name] = TableRun(self.per_table[name], link.series_options[2], {
+            "projection": self.projection_seconds.pop(name),
+            "rebuild": time.perf_counter() - started,
+        })
+        fresh = self.fresh_keys(name, len(avatars))
+        self.steps.advance()
+        self.steps.start(f"link {link.parent} -> {name}")
+        n_parents = len(parent.columns)
+        self.link_reports.append(LinkReport(
+            link.parent, name, link.foreign_key, link.method,
+            cardinality_similarity(self.original_parent_rows[key], n_parents,
+                                   self.avatar_parent_rows[key], n_parents),
+            0.0,
+        ))
+        self.steps.advance()
+        return avatars, fresh, release_order
+
+    def fresh_keys(self, name: str, n: int) -> np.ndarray:
+        """``n`` primary keys for table ``name``, none of them an original one."""
+        with error_context(f"table {name!r}"):
+            return fresh_identifiers(self.data[name][self.db.tables[name].primary_key], n)
+
+    def series_features(self, name: str) -> dict[tuple[str, str], pd.DataFrame]:
+        """The features of the curves of each time-series child of ``name``, per link; their
+        models are kept to rebuild the curves from the avatars' features."""
+        features = {}
+        for link in self.db.children_of(name):
+            if link.method == "time_series":
+                key = (link.child, link.foreign_key)
+                started = time.perf_counter()
+                self.series_models[key], features[key] = fit_series(
+                    link.child, self.data[link.child][self.db.variables(link.child)],
+                    self.db.tables[link.child].time, self.original_parent_rows[key],
+                    len(self.data[name]), link.series_options, self.backend,
+                )
+                self.projection_seconds[link.child] = time.perf_counter() - started
+        return features
+
+    def avatarize(self, name: str, sequence: np.random.SeedSequence) -> pd.DataFrame:
+        """The unshuffled avatars of table ``name`` enriched (see the module docstring)."""
+        enriched, types = enriched_table(
+            self.db, name, self.data, self.original_parent_rows, self.series_features(name)
+        )
+        n, table_k = len(self.data[name]), self.per_table[name].k
+        if table_k >= n:
+            smaller = max(2, n // 4)
+            yaml = f"tables: {{{name}: {{k: {smaller}}}}}"
+            raise FixableError(
+                f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}", {
+                    "python": f"give the table its own k, e.g. overrides={{{name!r}: "
+                              f"{{'k': {smaller}}}}}",
+                    "cli": "lower --k, or give the table its own k in a YAML file "
+                           f"({yaml}, see gpu_avatar.relational.config)",
+                    "yaml": f"give the table its own k, e.g. {yaml}",
+                })
+        logger.info("avatarizing table %s (%d rows)", name, n)
+        self.steps.start(f"table {name}")
+        with error_context(f"table {name!r}"):  # a column's error: of which table?
+            result = avatarize(
+                enriched,
+                parameters=self.per_table[name].replace(
+                    seed=sequence, backend=self.backend, types=types
+                ),
+            )
+        del enriched  # with the result's originals and shuffled avatars: only these kept
+        self.table_runs[name] = TableRun(
+            result.parameters, result.projection_kind, result.timings, result.batches
+        )
+        avatars = result.sensitive_unshuffled_avatars
+        del result
+        self.steps.advance()
+        return avatars
+
+    def relink(self, name: str, avatars: pd.DataFrame) -> None:
+        """Give every avatar row of table ``name`` an avatar parent, link by link."""
+        for link in self.db.parents_of(name):
+            self.steps.start(f"link {link.parent} -> {name}")
+            key = (link.child, link.foreign_key)
+            with error_context(f"link {link.parent} -> {name}"):
+                report, self.avatar_parent_rows[key] = _relink(
+                    self.db, link, avatars, self.parents[link.parent].columns,
+                    self.original_parent_rows[key], self.backend, self.assignment_block_size,
+                )
+            self.link_reports.append(report)
+            self.steps.advance()
+
+    def released_columns(
+        self, name: str, avatars: pd.DataFrame, fresh: np.ndarray, release_order: np.ndarray
+    ) -> tuple[pd.DataFrame, np.ndarray]:
+        """Avatar table ``name`` with the original's columns and dtypes, row i = avatar of row
+        i (of a time series: its rows as rebuilt), and its primary keys. Every column of a
+        table is decided here and only here: the primary key takes the ``fresh`` keys, numbered
+        in the release order; a foreign key, its avatar parent's new key; any other column,
+        its avatars' values."""
+        table = self.data[name]
+        primary_key = self.db.tables[name].primary_key
+        parent_of_key = {link.foreign_key: link.parent for link in self.db.parents_of(name)}
+        keys = np.empty(len(avatars), dtype=fresh.dtype)  # not object: no boxed integer per row
+        keys[release_order] = fresh
+        output = {}
+        for column in table.columns:
+            if column == primary_key:
+                values = pd.Series(keys)
+            elif column in parent_of_key:
+                rows = self.avatar_parent_rows[(name, column)]
+                parent_keys = self.parents[parent_of_key[column]].keys
+                values = pd.Series(parent_keys[np.maximum(rows, 0)])
+                if (rows == NO_PARENT).any():  # children without a parent: a missing key
+                    values = values.astype(object).mask(pd.Series(rows == NO_PARENT))
+            else:
+                values = avatars[column].reset_index(drop=True)
+            dtype = table[column].dtype
+            if isinstance(dtype, pd.CategoricalDtype) and column in parent_of_key:
+                # its categories are original keys, none of which survives: use the new ones
+                values = values.astype(dtype.categories.dtype).astype(
+                    pd.CategoricalDtype(ordered=dtype.ordered)
+                )
+                dtype = values.dtype
+            output[column] = values.astype(dtype)
+        return pd.DataFrame(output, columns=table.columns), keys
+
+    def parent_avatars(
+        self, name: str, avatars: pd.DataFrame, keys: np.ndarray, release_order: np.ndarray
+    ) -> ParentAvatars:
+        """What the child tables of ``name`` need of its avatars to be avatarized and linked."""
+        children = self.db.children_of(name)
+        counts = [count_name(link) for link in children if link.method == "linear_sum_assignment"]
+        features = [c for link in children if link.method == "time_series"
+                    for c in self.series_models[(link.child, link.foreign_key)].names()]
+        return ParentAvatars(
+            avatars[self.db.variables(name) + counts + features], keys,
+            np.argsort(release_order) if features else None,
+        )
+
+    def result(
+        self, overrides: Mapping[str, Mapping[str, Any]] | None,
+        knowingly_released: list[IdentifyingColumn],
+    ) -> DatabaseAvatarizationResult:
+        """The result, once every table is released (their referential integrity measured)."""
+        for report in self.link_reports:
+            link_child = self.released[report.child][report.foreign_key].dropna()
+            parent_keys = self.released[report.parent][self.db.tables[report.parent].primary_key]
+            report.referential_integrity = (
+                100.0 * float(link_child.isin(parent_keys).mean()) if len(link_child) else 100.0
+            )
+        return DatabaseAvatarizationResult(
+            tables=self.released,
+            sensitive_unshuffled_tables=self.unshuffled,
+            originals=self.data,
+            database=self.db,
+            links=self.link_reports,
+            table_results=self.table_runs,
+            original_parent_rows=self.original_parent_rows,
+            avatar_parent_rows=self.avatar_parent_rows,
+            parameters=self.parameters.replace(
+                seed=int(self.sequence.entropy), backend=self.backend.name
+            ),
+            overrides={t: dict(overrides[t]) for t in (overrides or {})},
+            series_models=self.series_models,
+            knowingly_released=knowingly_released,
+        )
 
 
 def avatarize_database(
@@ -396,148 +534,6 @@ def avatarize_database(
                     "yaml": f"set them under tables: {link.parent} instead of {link.child}",
                 })
     per_table = table_parameters(base, overrides, order)
-    steps = Steps(progress, "avatarize_database", total=len(order) + len(db.links))
-    backend = resolve_backend(base.backend)
-    sequence = seed_sequence(base.seed)
-    positions = {
-        (link.child, link.foreign_key): parent_rows(
-            data[link.child], link.foreign_key, data[link.parent], link.parent_key
-        )
-        for link in db.links
-    }
-    runs: dict[str, TableRun] = {}
-    kept: dict[str, pd.DataFrame] = {}  # avatar columns that a parent's links still need
-    new_keys: dict[str, np.ndarray] = {}  # a parent's new primary keys, unshuffled
-    avatar_positions: dict[tuple[str, str], np.ndarray] = {}
-    reports: list[LinkReport] = []
-    unshuffled: dict[str, pd.DataFrame] = {}
-    released: dict[str, pd.DataFrame] = {}
-    models: dict[tuple[str, str], SeriesModel] = {}
-    released_at: dict[str, np.ndarray] = {}  # a time-series parent's rows' release positions
-    projection_seconds: dict[str, float] = {}  # a time-series table's, until it is rebuilt
-    for index, name in enumerate(order):
-        table = data[name]
-        n = len(table)
-        table_sequence = np.random.SeedSequence(sequence.entropy, spawn_key=(index,))
-        series_link = next((lk for lk in db.parents_of(name) if lk.method == "time_series"), None)
-        if series_link is not None:
-            key = (name, series_link.foreign_key)
-            steps.start(f"table {name}")
-            started = time.perf_counter()
-            with error_context(f"table {name!r}"):
-                avatars, avatar_positions[key], release_order = _series_avatars(
-                    db, series_link, models[key], kept[series_link.parent],
-                    released_at[series_link.parent], table_sequence, backend,
-                )
-            runs[name] = TableRun(per_table[name], series_link.series_options[2], {
-                "projection": projection_seconds.pop(name),
-                "rebuild": time.perf_counter() - started,
-            })
-            with error_context(f"table {name!r}"):
-                fresh = fresh_identifiers(table[db.tables[name].primary_key], len(avatars))
-            steps.advance()
-            steps.start(f"link {series_link.parent} -> {name}")
-            reports.append(LinkReport(
-                series_link.parent, name, series_link.foreign_key, series_link.method,
-                cardinality_similarity(positions[key], len(kept[series_link.parent]),
-                                       avatar_positions[key], len(kept[series_link.parent])),
-                0.0,
-            ))
-            steps.advance()
-        else:
-            # first: finding fresh keys takes far more memory than they hold
-            with error_context(f"table {name!r}"):
-                fresh = fresh_identifiers(table[db.tables[name].primary_key], n)
-            series_features = {}
-            for link in db.children_of(name):
-                if link.method == "time_series":
-                    key = (link.child, link.foreign_key)
-                    started = time.perf_counter()
-                    models[key], series_features[key] = fit_series(
-                        link.child, data[link.child][db.variables(link.child)],
-                        db.tables[link.child].time, positions[key], n, link.series_options,
-                        backend,
-                    )
-                    projection_seconds[link.child] = time.perf_counter() - started
-            enriched, types = enriched_table(db, name, data, positions, series_features)
-            del series_features
-            table_k = per_table[name].k
-            if table_k >= n:
-                smaller = max(2, n // 4)
-                yaml = f"tables: {{{name}: {{k: {smaller}}}}}"
-                raise FixableError(
-                    f"table {name!r} has {n} rows: k = {table_k} must satisfy 2 <= k < {n}", {
-                        "python": f"give the table its own k, e.g. overrides={{{name!r}: "
-                                  f"{{'k': {smaller}}}}}",
-                        "cli": "lower --k, or give the table its own k in a YAML file "
-                               f"({yaml}, see gpu_avatar.relational.config)",
-                        "yaml": f"give the table its own k, e.g. {yaml}",
-                    })
-            logger.info("avatarizing table %s (%d rows)", name, n)
-            steps.start(f"table {name}")
-            with error_context(f"table {name!r}"):  # a column's error: of which table?
-                result = avatarize(
-                    enriched,
-                    parameters=per_table[name].replace(
-                        seed=table_sequence, backend=backend, types=types
-                    ),
-                )
-            del enriched  # with the result's originals and shuffled avatars: only these kept
-            runs[name] = TableRun(
-                result.parameters, result.projection_kind, result.timings, result.batches
-            )
-            avatars = result.sensitive_unshuffled_avatars
-            del result
-            steps.advance()
-            for link in db.parents_of(name):
-                steps.start(f"link {link.parent} -> {name}")
-                key = (link.child, link.foreign_key)
-                with error_context(f"link {link.parent} -> {name}"):
-                    report, avatar_positions[key] = _relink(
-                        db, link, avatars, kept[link.parent], positions[key], backend,
-                        assignment_block_size,
-                    )
-                reports.append(report)
-                steps.advance()
-            release_order = shuffle_order(n, table_sequence)
-        children = db.children_of(name)
-        if children:
-            counts = [count_name(lk) for lk in children if lk.method == "linear_sum_assignment"]
-            features = [c for lk in children if lk.method == "time_series"
-                        for c in models[(lk.child, lk.foreign_key)].names()]
-            kept[name] = avatars[db.variables(name) + counts + features]
-            if features:
-                released_at[name] = np.argsort(release_order)
-
-        unshuffled[name], keys = _unshuffled_table(
-            db, name, table, avatars, fresh, release_order, new_keys, avatar_positions
-        )
-        del avatars, fresh
-        released[name] = unshuffled[name].iloc[release_order].reset_index(drop=True)
-        if children:
-            new_keys[name] = keys
-        for parent in {link.parent for link in db.parents_of(name)}:
-            if all(order.index(lk.child) <= index for lk in db.children_of(parent)):
-                del kept[parent], new_keys[parent]  # its last child is linked
-                released_at.pop(parent, None)
-
-    for report in reports:
-        link_child = released[report.child][report.foreign_key].dropna()
-        parent_keys = released[report.parent][db.tables[report.parent].primary_key]
-        report.referential_integrity = (
-            100.0 * float(link_child.isin(parent_keys).mean()) if len(link_child) else 100.0
-        )
-    return DatabaseAvatarizationResult(
-        tables=released,
-        sensitive_unshuffled_tables=unshuffled,
-        originals=data,
-        database=db,
-        links=reports,
-        table_results=runs,
-        original_parent_rows=positions,
-        avatar_parent_rows=avatar_positions,
-        parameters=base.replace(seed=int(sequence.entropy), backend=backend.name),
-        overrides={t: dict(overrides[t]) for t in (overrides or {})},
-        series_models=models,
-        knowingly_released=knowingly_released,
-    )
+    run = DatabaseRun(db, data, order, base, per_table, assignment_block_size, progress)
+    run.avatarize_tables()
+    return run.result(overrides, knowingly_released)

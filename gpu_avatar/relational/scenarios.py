@@ -47,7 +47,8 @@ from ..metrics.privacy import PrivacyMetrics, privacy_metrics
 from ..metrics.signal import HELLINGER_BINS, SignalMetrics, continuous_hellinger, signal_metrics
 from ..metrics.timing import timed
 from ..parameters import metric_options
-from .linking import DatabaseAvatarizationResult, broadcast_name
+from .linking import broadcast_name
+from .results import DatabaseAvatarizationResult
 from .schema import NO_PARENT, children_counts, take_parents
 
 

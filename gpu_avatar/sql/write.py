@@ -21,6 +21,7 @@ from ..encoding import IDENTIFIER
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import check_choice, check_integer
 from ..progress import ProgressLike, Steps
+from ..relational.results import DatabaseAvatarizationResult
 from . import WRITE_CHUNK_ROWS
 from .columns import family, sql_type_of, to_values
 from .connection import create_engine, identity, one_line, parse_url, shown
@@ -195,8 +196,6 @@ def write_database(
 ) -> dict[str, int]:
     """``DatabaseAvatarizationResult.to_sql``'s work (see there); the rows written per table."""
     import sqlalchemy as sa
-
-    from ..relational.linking import DatabaseAvatarizationResult
 
     if not isinstance(result, DatabaseAvatarizationResult):
         raise AvatarTypeError(
