@@ -9,6 +9,7 @@ result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 from .advice import Advice, advise, advise_database
 from .backend import Backend, resolve_backend
 from .encoding.identifying import IdentifyingColumnsError
+from .encoding.pseudonyms import Pseudonym
 from .errors import (
     AvatarError,
     AvatarTypeError,
@@ -54,6 +55,7 @@ __all__ = [
     "FixableError",
     "GpuAvatarError",
     "IdentifyingColumnsError",
+    "Pseudonym",
     "MCA",
     "MetricOptions",
     "MissingExtraError",

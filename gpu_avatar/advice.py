@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .backend import resolve_backend, to_pandas
-from .encoding import fresh_identifiers, validate_table
+from .encoding import EncodedTable, fresh_identifiers, validate_table
 from .encoding.identifying import refuse_undeclared
 from .errors import AvatarError, AvatarTypeError, FixableError
 from .metrics import attack_metrics, privacy_metrics, signal_metrics
@@ -47,7 +47,7 @@ from .parameters import (
     metric_options,
     seed_sequence,
 )
-from .pipeline.model import check_device_memory, fit_model
+from .pipeline.model import check_device_memory, decode_avatars, fit_model
 from .progress import ProgressLike, Steps
 from .synthesis import shuffle_order, synthesize
 
@@ -185,7 +185,6 @@ def advise(
     run = model.parameters
     coordinates = model.projection.transform(encoded, run.ncp)
     indices, distances = nearest_neighbours(coordinates, ks[-1], backend, run.engine)
-    del coordinates
     steps.advance()
     identifiers = {name: fresh_identifiers(frame[name], len(frame))
                    for name in model.encoder.identifier_columns_}
@@ -198,8 +197,9 @@ def advise(
             first(distances[:, :k]), np.random.SeedSequence(sequence.entropy), backend,
             run.categorical, run.zero_distance,
         )
-        avatars = model.encoder.decode(backend.to_numpy(continuous), backend.to_numpy(codes),
-                                       identifiers, index=frame.index)
+        avatars = decode_avatars(model, frame, EncodedTable(continuous, codes,
+                                                            encoded.n_modalities),
+                                 coordinates, identifiers)
         privacy = privacy_metrics(  # as result.privacy_metrics() measures
             frame, avatars, options.with_defaults(ncp=run.ncp, check_alignment=False),
             holdout=holdout, types=dict(run.types), backend=backend)

@@ -22,14 +22,26 @@ import numpy as np
 from .errors import AvatarError, AvatarTypeError
 
 # Allowed values, one definition each.
-KINDS = ("continuous", "categorical", "identifier")  # how the encoder treats a column
+# How the encoder treats a column: a variable (continuous, categorical), an identifier
+# (pseudonyms), excluded from the method and reattached, or dropped from the release.
+KINDS = ("continuous", "categorical", "identifier", "excluded", "dropped")
 DATETIME = "datetime"  # declared as "datetime" or "datetime:FORMAT": a continuous column of dates
-KIND_MEANINGS = {  # what ``types`` may declare, and how each is encoded
+PSEUDONYM = "pseudonym"  # declared "pseudonym[:STRATEGY[:OPTIONS]]": an identifier's strategy
+REATTACH_METHODS = ("row_order", "coordinate_similarity")  # how an excluded column comes back
+KIND_MEANINGS = {  # what ``types`` may declare (the column plan), and what each does
     "continuous": "numbers, or text that reads as numbers: standardised",
     "categorical": "modalities: one indicator per modality",
     DATETIME: "dates, or text that reads as dates (datetime:FORMAT gives the strptime format): "
               "seconds since the epoch, standardised",
     "identifier": "not a variable: fresh values in the release",
+    f"{PSEUDONYM}:STRATEGY": "an identifier whose avatars carry a pseudonym of their original's "
+                             "value, one per value in every table (STRATEGY: fresh, integer, "
+                             "pattern, uuid4, constant, hmac, fake)",
+    "excluded:row_order": "left out of the method; each avatar gets its own original's value "
+                          "(released as is)",
+    "excluded:coordinate_similarity": "left out of the method; each avatar gets the value of "
+                                      "the original nearest to it in the projection",
+    "dropped": "left out of the release",
 }
 IMPUTATIONS = ("median", "mean", "mode", "knn")
 CATEGORICAL_RULES = ("draw", "argmax")
@@ -108,25 +120,61 @@ def is_datetime_kind(kind: Any) -> bool:
     return isinstance(kind, str) and kind.partition(":")[0] == DATETIME
 
 
+def column_kind(declared: Any) -> str | None:
+    """The kind (``KINDS``) of a checked declaration; None for an undeclared column."""
+    if declared is None:
+        return None
+    head = declared.partition(":")[0]
+    return {DATETIME: "continuous", PSEUDONYM: "identifier"}.get(head, head)
+
+
+def is_variable(declared: Any) -> bool:
+    """Whether a checked declaration (None: undeclared) makes the column a variable."""
+    return column_kind(declared) in (None, "continuous", "categorical")
+
+
+def reattach_method(declared: Any) -> str:
+    """How an ``excluded:METHOD`` column comes back (``REATTACH_METHODS``)."""
+    return declared.partition(":")[2]
+
+
 def kinds_listed() -> str:
     return "; ".join(f"{kind} ({meaning})" for kind, meaning in KIND_MEANINGS.items())
 
 
 def check_types(types: Any, where: str = "types") -> dict[Any, str]:
-    """A mapping column -> kind (one of ``KIND_MEANINGS``, or ``datetime:FORMAT``); None is
-    no declaration."""
+    """The column plan: a mapping column -> declaration (``KIND_MEANINGS``; a pseudonym also
+    as a ``Pseudonym`` or a mapping of its options), each written in its checked text form;
+    None is no declaration."""
     if types is None:
         return {}
     if not isinstance(types, Mapping):
         raise AvatarTypeError(
             f"{where} must map column names to kinds, got {types!r}; the kinds: {kinds_listed()}"
         )
-    for column, kind in types.items():
-        if kind not in KINDS and not is_datetime_kind(kind):
-            raise AvatarError(
-                f"{where}[{column!r}]={kind!r} is not a kind; the kinds: {kinds_listed()}"
-            )
-    return dict(types)
+    return {column: _declaration(declared, f"{where}[{column!r}]")
+            for column, declared in types.items()}
+
+
+def _declaration(declared: Any, where: str) -> str:
+    """One column's declaration in its checked text form."""
+    head, _, tail = declared.partition(":") if isinstance(declared, str) else (None, "", "")
+    if head == DATETIME or (head in KINDS and head != "excluded" and not tail):
+        return declared
+    if head == "excluded" and tail in REATTACH_METHODS:
+        return declared
+    if head == "excluded":
+        raise AvatarError(f"{where}={declared!r}: an excluded column needs how it comes back, "
+                          f"one of {[f'excluded:{m}' for m in REATTACH_METHODS]}")
+    from .encoding.pseudonyms import Pseudonym  # pseudonyms.py builds on this module
+
+    if head == PSEUDONYM or isinstance(declared, (Pseudonym, Mapping)):
+        try:
+            text = Pseudonym.of(declared).text
+        except AvatarError as error:
+            raise type(error)(f"{where}: {error}") from None
+        return "identifier" if text == PSEUDONYM else text
+    raise AvatarError(f"{where}={declared!r} is not a kind; the kinds: {kinds_listed()}")
 
 
 def check_column_weights(weights: Any) -> dict[Any, float]:
@@ -233,7 +281,9 @@ class AvatarParameters(_Settings):
     - ``k``: neighbours per avatar (2 <= k < rows; Avatar paper: 20);
     - ``ncp``: projection axes used for the neighbour search;
     - ``column_weights``: weight per column in the projection (default 1);
-    - ``types``: column -> "continuous", "categorical" or "identifier" (detected otherwise);
+    - ``types``: the column plan, column -> "continuous", "categorical", "datetime",
+      "identifier", "pseudonym:STRATEGY", "excluded:METHOD" or "dropped" (``KIND_MEANINGS``;
+      variables are detected otherwise);
     - ``imputation``: temporary filling of missing values, one of ``IMPUTATIONS``;
     - ``categorical``: "draw" a neighbour's modality by weight, or take the "argmax";
     - ``zero_distance``: a neighbour at distance 0 (an exact duplicate) given all the weight,

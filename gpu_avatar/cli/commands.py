@@ -69,6 +69,7 @@ from ..parameters import (
     AvatarParameters,
     MetricOptions,
     check_types,
+    column_kind,
 )
 from ..parsing import DECIMAL_MARKS
 from ..report.language import LANGUAGES
@@ -189,9 +190,13 @@ def _add_language(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_types(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--types", nargs="+", action="append", metavar="COLUMN=KIND",
-                        help="column kinds: continuous, categorical, identifier, datetime or "
-                        "datetime:FORMAT")
+    parser.add_argument("--types", "--column", nargs="+", action="append", dest="types",
+                        metavar="COLUMN=KIND",
+                        help="the column plan: continuous, categorical, datetime or "
+                        "datetime:FORMAT (variables); identifier (fresh values) or "
+                        "pseudonym:STRATEGY[:OPTIONS] (e.g. pseudonym:hmac:key_env=GA_KEY; the "
+                        "key itself is never an option); excluded:row_order or "
+                        "excluded:coordinate_similarity; dropped")
     parser.add_argument("--categorical-max-distinct", type=int, metavar="N",
                         help="numeric columns with at most N distinct values are categorical "
                         "(the Avatar paper uses 10); --types wins")
@@ -729,10 +734,10 @@ def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, di
     avatars = read_input(args.avatars, args).frame
     given = args.types or args.categorical_max_distinct is not None
     types = column_types(original, args) if given or recorded is None else recorded
-    identifiers = [c for c, kind in types.items() if kind == IDENTIFIER]
+    identifiers = [c for c, kind in types.items() if column_kind(kind) == IDENTIFIER]
     original = original.drop(columns=[c for c in identifiers if c in original])
     avatars = avatars.drop(columns=[c for c in identifiers if c in avatars])
-    types = {c: kind for c, kind in types.items() if kind != IDENTIFIER}
+    types = {c: kind for c, kind in types.items() if c not in identifiers}
     return original, _cast_like(original, avatars), types
 
 

@@ -32,12 +32,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError
-from ..parameters import IMPUTATIONS, check_choice, check_types, is_datetime_kind
-from .identifiers import IdentifierValues
+from ..parameters import IMPUTATIONS, check_choice, check_types, column_kind, is_datetime_kind
 from .kinds import (
     CATEGORICAL,
     CONTINUOUS,
+    DROPPED,
+    EXCLUDED,
     IDENTIFIER,
+    VARIABLE_KINDS,
     check_structure,
     column_scales,
     detect_kind,
@@ -93,7 +95,6 @@ class ColumnSpec:
     missing: int = 0
     missing_value: Any = np.nan  # how a missing cell is written back (object columns)
     counts: dict = field(default_factory=dict)  # categorical: modality -> rows
-    identifiers: IdentifierValues | None = None  # identifier columns
     text: TextValues | None = None  # text declared continuous or datetime: read and written
     modalities: pd.Index | None = None  # categorical: derived from ``counts``
     fill_value: Any = None  # continuous: imputation value (fit); categorical: the mode's code
@@ -193,8 +194,6 @@ class TableEncoder:
                 chunk_codes = _add_counts(spec, series)
                 if first:
                     codes[name] = chunk_codes
-            elif spec.kind == IDENTIFIER:
-                spec.identifiers.add(series)
             elif spec.text is not None:  # text: its precision is how it is written
                 spec.text.add(series)
             elif spec.kind == CONTINUOUS:
@@ -207,7 +206,7 @@ class TableEncoder:
     def _new_spec(self, series: pd.Series) -> ColumnSpec:
         name, dtype = series.name, series.dtype
         declared = self.types.get(name)
-        kind = CONTINUOUS if is_datetime_kind(declared) else declared or detect_kind(series)
+        kind = column_kind(declared) or detect_kind(series)
         spec = ColumnSpec(name=name, kind=kind, dtype=dtype)
         plain_text = is_text(dtype) and not isinstance(dtype, pd.CategoricalDtype)
         if kind == CONTINUOUS and plain_text:
@@ -228,8 +227,6 @@ class TableEncoder:
                 spec.tz = getattr(dtype, "tz", None)
             else:
                 spec.is_integer = pd.api.types.is_integer_dtype(dtype)
-        elif kind == IDENTIFIER:
-            spec.identifiers = IdentifierValues(name)
         return spec
 
     def _fit_fills(self, df: pd.DataFrame) -> None:
@@ -253,9 +250,10 @@ class TableEncoder:
         self._fills = True
 
     def empty_columns(self) -> list[Any]:
-        """Columns without a single non-missing value among the rows learnt (a table
+        """Variables without a single non-missing value among the rows learnt (a table
         holding one cannot be projected: ``validate_table`` refuses it)."""
-        return [c for c in self.columns_ if self.specs_[c].missing == self.specs_[c].rows]
+        return [c for c in self.columns_ if self.specs_[c].kind in VARIABLE_KINDS
+                and self.specs_[c].missing == self.specs_[c].rows]
 
     # --------------------------------------------------------- properties
     def _names(self, kind: str) -> list[Any]:
@@ -272,6 +270,21 @@ class TableEncoder:
     @property
     def identifier_columns_(self) -> list[Any]:
         return self._names(IDENTIFIER)
+
+    @property
+    def excluded_columns_(self) -> list[Any]:
+        """Columns left out of the method, reattached to the avatars (``types``)."""
+        return self._names(EXCLUDED)
+
+    @property
+    def dropped_columns_(self) -> list[Any]:
+        """Columns left out of the release (``types``)."""
+        return self._names(DROPPED)
+
+    @property
+    def released_columns_(self) -> list[Any]:
+        """The avatars' columns: the input's, less the dropped ones."""
+        return [c for c in self.columns_ if self.specs_[c].kind != DROPPED]
 
     @property
     def indicator_columns_(self) -> list[Any]:
@@ -382,15 +395,17 @@ class TableEncoder:
         self,
         continuous: np.ndarray,
         categorical: np.ndarray,
-        identifiers: Mapping[Any, np.ndarray] | None = None,
+        apart: Mapping[Any, np.ndarray] | None = None,
         index: pd.Index | None = None,
     ) -> pd.DataFrame:
-        """Rebuild a DataFrame with the input's columns and dtypes from encoded arrays.
+        """Rebuild a DataFrame with the input's columns (less the dropped ones) and dtypes
+        from encoded arrays.
 
         Continuous values are rounded, half to even, to their column's precision (integers
         and whole-number floats to whole numbers, decimals to those observed, datetimes and
         timedeltas to their day, second... or unit); datetimes are put back in their timezone.
-        ``identifiers`` gives the values of the identifier columns (see ``identifiers.py``).
+        ``apart`` gives the values of the columns released apart from the method: the
+        identifiers' and the excluded columns' (``pipeline/apart.py``).
         """
         n = continuous.shape[0]
         n_categorical = len(self.categorical_columns_)
@@ -401,7 +416,7 @@ class TableEncoder:
         position = {name: j for j, name in enumerate(self.continuous_columns_)}
         position.update({name: j for j, name in enumerate(self.categorical_columns_)})
         out = {}
-        for name in self.columns_:
+        for name in self.released_columns_:
             spec = self.specs_[name]
             mask = missing_masks.get(name)
             if spec.kind == CONTINUOUS:
@@ -409,11 +424,11 @@ class TableEncoder:
             elif spec.kind == CATEGORICAL:
                 out[name] = _decode_categorical(spec, categorical[:, position[name]], mask)
             else:
-                if identifiers is None or name not in identifiers:
-                    raise AvatarError(f"no identifier values given for column {name!r}")
-                out[name] = pd.Series(identifiers[name]).astype(spec.dtype)
+                if apart is None or name not in apart:
+                    raise AvatarError(f"internal: no values given for column {name!r}")
+                out[name] = pd.Series(apart[name]).astype(spec.dtype)
             out[name].index = index if index is not None else pd.RangeIndex(n)
-        return pd.DataFrame(out, columns=self.columns_)
+        return pd.DataFrame(out, columns=self.released_columns_)
 
 
 # ------------------------------------------------------------------ column statistics
@@ -455,7 +470,7 @@ def _add_precision(spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> 
 
 def _derive(spec: ColumnSpec, missing_indicators: bool) -> None:
     """The modalities, the mode's code and the indicator flag from the merged counts."""
-    spec.has_missing = bool(spec.missing) and spec.kind != IDENTIFIER and missing_indicators
+    spec.has_missing = bool(spec.missing) and spec.kind in VARIABLE_KINDS and missing_indicators
     if spec.kind != CATEGORICAL:
         return
     if isinstance(spec.dtype, pd.CategoricalDtype):

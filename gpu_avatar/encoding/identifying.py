@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError, FixableError
+from ..parameters import column_kind
 from ..parsing import SAMPLE, decimal_mark, type_text_column
-from .kinds import CATEGORICAL, CONTINUOUS, IDENTIFIER, detect_kind, is_number, is_text
+from .kinds import CATEGORICAL, CONTINUOUS, DROPPED, IDENTIFIER, detect_kind, is_number, is_text
 
 DISTINCT_SHARE = 0.95
 TEXT_DISTINCT_SHARE = 0.2  # text this varied: names, addresses, free text (rows per person)
@@ -164,16 +165,24 @@ def _typing_hint(series: pd.Series) -> str:
 
 def identifying_columns(df: pd.DataFrame, types: Mapping[Any, str] | None = None,
                         table: str | None = None) -> list[IdentifyingColumn]:
-    """Every column of ``df`` the rule flags, declared or not (identifiers excepted)."""
+    """Every column of ``df`` the rule flags, declared or not (those whose values are not
+    released excepted: identifiers and dropped columns)."""
     types = types or {}
     found = []
     for column in df.columns:
         series = df[column]
-        if types.get(column) != IDENTIFIER and (reason := column_reason(series)) is not None:
+        released = column_kind(types.get(column)) not in (IDENTIFIER, DROPPED)
+        if released and (reason := column_reason(series)) is not None:
             if column not in types and is_text(series.dtype):
                 reason += _typing_hint(series)
             found.append(IdentifyingColumn(column, reason, table, is_number(series.dtype)))
     return found
+
+
+# Why a pseudonymized column is released knowingly (``pipeline/apart.py``).
+PSEUDONYM_LINK = ("pseudonyms of the original values: whoever can recompute them (the hmac "
+                  "key's holder; for the drawn ones, the originals and the run's seed) can "
+                  "tell which person each avatar comes from")
 
 
 class IdentifyingColumnsError(FixableError):
@@ -186,12 +195,11 @@ class IdentifyingColumnsError(FixableError):
         problem = (f"{len(found)} column(s) could identify a person and are not declared "
                    f"({lines}). Nothing was released")
         return cls(problem, {
-            entry: "for each, declare it " + _fixes(found, entry) for entry in _DROP
+            entry: "for each, declare it " + _fixes(found, entry) for entry in _ENTRIES
         })
 
 
-_DROP = {"python": "df.drop(columns=[...])", "cli": "remove the column from the input file",
-         "yaml": "remove the column from the table's file"}
+_ENTRIES = ("python", "cli", "yaml")
 
 
 def _declaration(entry: str, columns: list[Any], kind: str) -> str:
@@ -231,8 +239,9 @@ def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
     texts = [c for c in found if not c.numeric]
     knowingly = [f"a measurement, {declared(numbers, CONTINUOUS)}"] if numbers else []
     knowingly += [f"text, {declared(texts, CATEGORICAL)}"] if texts else []
-    return (f"an identifier to give it fresh values, {declared(found, IDENTIFIER)}; or drop it "
-            f"({_DROP[entry]}); or release its values knowingly, as "
+    return (f"an identifier to give it fresh values, {declared(found, IDENTIFIER)} (or "
+            f"pseudonyms that keep joins: pseudonym:hmac:key_env=VARIABLE); or drop it, "
+            f"{declared(found, DROPPED)}; or release its values knowingly, as "
             + " and as ".join(knowingly))
 
 
@@ -254,7 +263,16 @@ def refuse_undeclared_tables(
     undeclared = [c for c in found if c.column not in declared[c.table]]
     if undeclared:
         raise IdentifyingColumnsError.of(undeclared)
-    return found
+    return found + [IdentifyingColumn(column, PSEUDONYM_LINK, table, False)
+                    for table, types in declared.items() for column, kind in types.items()
+                    if _links_avatars(kind)]
+
+
+def _links_avatars(declared: str) -> bool:
+    """Whether a column so declared carries its original's pseudonym: any strategy but
+    fresh values and a constant, which link no avatar to anyone."""
+    return column_kind(declared) == IDENTIFIER and declared != IDENTIFIER and not (
+        declared.startswith("pseudonym:constant"))
 
 
 def knowingly_released_line(found: list[IdentifyingColumn]) -> str | None:

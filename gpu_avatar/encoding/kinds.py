@@ -1,10 +1,12 @@
 """Column kinds and the checks every table passes before it is encoded.
 
 A column is ``continuous`` (numbers; datetimes and timedeltas, as seconds), ``categorical``
-(text held as object, str, string or category; booleans; category) or an ``identifier`` (only
-when declared: left out of the projection, given fresh values). ``detect_kind`` decides from
-the dtype; ``types`` overrides it. ``column_scales``: a continuous column whose spread is
-negligible against its magnitude is a constant wherever columns are scaled.
+(text held as object, str, string or category; booleans; category); only when declared, an
+``identifier`` (left out of the projection, given fresh values or pseudonyms), ``excluded``
+(left out of the method, reattached) or ``dropped`` (left out of the release).
+``detect_kind`` decides from the dtype; ``types`` overrides it. ``column_scales``: a
+continuous column whose spread is negligible against its magnitude is a constant wherever
+columns are scaled.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pandas as pd
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import KINDS
 
-CONTINUOUS, CATEGORICAL, IDENTIFIER = KINDS
+CONTINUOUS, CATEGORICAL, IDENTIFIER, EXCLUDED, DROPPED = KINDS
+VARIABLE_KINDS = (CONTINUOUS, CATEGORICAL)  # the columns the method projects and avatarizes
 # Float64 rounding alone spreads a constant: a sum of n values carries a relative error up to
 # n * 1.1e-16 (pandas' and numpy's group sums add in sequence), so that averaging, aggregating
 # or converting equal values leaves them up to ~1e-9 apart for millions of terms. A recorded

@@ -7,7 +7,8 @@ Strategies (``Pseudonym.strategy``):
 - ``fresh`` (the default): the fresh identifiers of ``identifiers.py`` (the smallest
   non-negative integers absent from an integer column, ``avatar_<i>`` for text); for a column
   of unique values, in row order, exactly ``fresh_identifiers``;
-- ``integer``: 1, 2, 3... by first appearance, skipping every integer an original reads as;
+- ``integer``: 1, 2, 3..., skipping every integer an original reads as, dealt to the values
+  in an order drawn from the run's seed;
 - ``pattern``: those numbers written by a format, e.g. ``P{:05d}``, skipping the originals;
 - ``uuid4``: random UUIDs drawn from the run's seed (the same for a seed);
 - ``constant``: one value for all (the only strategy where values share a pseudonym),
@@ -21,10 +22,12 @@ Strategies (``Pseudonym.strategy``):
   run's seed (the same for a seed and a Faker version); a value drawn twice or equal to an
   original is redrawn.
 
-Numbers and draws go by first appearance, not by sorted value: a sorted order would carry each
-original's rank into the release. A value is known by its text (12345, 12345.0 and "12345" are
-one value, as in a CSV file), and a pseudonym equals an original when their texts are equal or
-both read as the same number ("00017" and 17).
+Numbers are dealt to the values in an order drawn from the seed, neither by sorted value nor
+by first appearance: either order would carry each original's rank or row into the release.
+uuid4 and fake draws go by first appearance; they are random, so the order shows nothing
+without the seed. A value is known by its text (12345, 12345.0 and "12345" are one value, as in
+a CSV file), and a pseudonym equals an original when their texts are equal or both read as the
+same number ("00017" and 17).
 
 Streams: ``Pseudonymizer.add`` reads the column chunk by chunk, then ``pseudonyms`` maps any
 chunk, in any order; the pseudonyms are drawn once, for every value, when first asked, so a
@@ -175,6 +178,15 @@ class Pseudonym(_Settings):
             given = cls.from_text(given)
         _refuse_literal_key([*(given if isinstance(given, Mapping) else ()), *settings])
         return super().of(given, **settings)
+
+    @property
+    def text(self) -> str:
+        """The text form ``from_text`` reads back: ``pseudonym`` for ``fresh``."""
+        options = ",".join(f"{name}={getattr(self, name)}" for name in OPTIONS[self.strategy]
+                           if getattr(self, name) is not None)
+        if self.strategy == "fresh":
+            return "pseudonym"
+        return f"pseudonym:{self.strategy}" + (f":{options}" if options else "")
 
     @classmethod
     def from_text(cls, text: str) -> Pseudonym:
@@ -350,6 +362,13 @@ class Pseudonymizer:
                     self._numbers.add(number)
         return self
 
+    def draw(self) -> Pseudonymizer:
+        """Draw every value's pseudonym now, once every chunk is added: a copy shipped to
+        another process (a Dask worker, which may not hold the key) then only maps."""
+        with error_context(f"column {self.name!r}"):
+            self._drawn()
+        return self
+
     def pseudonyms(self, series: pd.Series) -> pd.Series:
         """The pseudonyms of one chunk's values (added before), in the same dtype for every
         chunk: integers as Int64, text as objects (None where missing)."""
@@ -387,6 +406,8 @@ class Pseudonymizer:
             else:
                 values = np.array(self._first_free(self._candidates(), count),
                                   dtype=np.int64 if strategy == "integer" else object)
+                if strategy in ("integer", "pattern"):  # dealt in an order drawn from the seed
+                    values = values[np.random.default_rng(self._sequence).permutation(count)]
             self._table = np.append(values, 0 if values.dtype.kind in "iu" else None)
             self._fresh = self._numbers = None  # the draw's needs, not the mapping's
         return self._table

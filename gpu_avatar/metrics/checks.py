@@ -24,7 +24,7 @@ avatars aligned by construction, ``check_alignment=False``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +33,10 @@ import pandas as pd
 
 from ..backend import Backend
 from ..encoding import validate_table
-from ..encoding.kinds import is_text
+from ..encoding.kinds import DROPPED, is_text
 from ..errors import AvatarError, AvatarTypeError, FixableError
 from ..neighbours.distances import rowwise_squared
+from ..parameters import column_kind
 
 ALIGNMENT_LEVEL = 1e-6  # the largest p-value accepted: a shuffled file's chance to pass
 _ALIGNMENT_PAIRING_SEED = 0
@@ -45,6 +46,15 @@ def _compatible(original: pd.Series, other: pd.Series) -> bool:
     if original.dtype == other.dtype:
         return True
     return is_text(original.dtype) and is_text(other.dtype)
+
+
+def released_part(types: Mapping[Any, str], *tables: pd.DataFrame) -> list[Any]:
+    """The plan (checked ``types``) and each of ``tables`` (original rows) without the
+    columns it drops from the release: the avatars have none of them to compare."""
+    dropped = {c for c in types if column_kind(types[c]) == DROPPED}
+    kept = {c: kind for c, kind in types.items() if c not in dropped}
+    return [kept, *(table.drop(columns=[c for c in table.columns if c in dropped])
+                    if isinstance(table, pd.DataFrame) else table for table in tables)]
 
 
 def check_same_table(

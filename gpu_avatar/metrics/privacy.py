@@ -59,14 +59,22 @@ import numpy as np
 import pandas as pd
 
 from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
-from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder
+from ..encoding import CATEGORICAL, TableEncoder
+from ..encoding.kinds import EXCLUDED
 from ..errors import AvatarError
 from ..neighbours.search import nearest_neighbours, nearest_reference_distances
-from ..parameters import METRIC_NCP, MetricOptions, check_types, metric_options
+from ..parameters import (
+    METRIC_NCP,
+    MetricOptions,
+    check_types,
+    column_kind,
+    is_variable,
+    metric_options,
+)
 from ..projection.projection import Projection, projection_kind
 from . import matches
 from .catalogue import PRIVACY_TARGETS, metrics_frame
-from .checks import check_row_alignment, check_same_table, check_variables
+from .checks import check_row_alignment, check_same_table, check_variables, released_part
 from .reductions import DistanceRanks, distance_ranks
 from .timing import timed
 
@@ -164,7 +172,7 @@ def metric_coordinates(
 ) -> tuple[Any, list[Any], TableEncoder]:
     """Coordinates of the originals and of each table in ``others`` on the first ``ncp`` axes
     of a projection fitted on the originals (identifier columns left out)."""
-    variables = [c for c in original.columns if (types or {}).get(c) != IDENTIFIER]
+    variables = [c for c in original.columns if is_variable((types or {}).get(c))]
     types = {c: kind for c, kind in (types or {}).items() if c in variables}
     encoder = TableEncoder(types, imputation, missing_indicators=False)
     encoded = encoder.fit_transform(original[variables])
@@ -274,10 +282,11 @@ def check_metric_columns(original: pd.DataFrame, options: MetricOptions,
         check_variables(original, list(types), "types")
     if targets is not None and len(targets) != 1:
         raise AvatarError(f"target must be one column, got {targets}")
-    identifiers = {c for c, kind in types.items() if kind == IDENTIFIER}
+    apart = {c for c, declared in types.items() if not is_variable(declared)}
     for argument, names in (("known_variables", known), ("target", targets)):
-        if names and identifiers.intersection(names):
-            raise AvatarError(f"{argument} cannot use identifier column(s) {sorted(identifiers)}")
+        if names and apart.intersection(names):
+            raise AvatarError(f"{argument} cannot use column(s) {sorted(apart)}: they are not "
+                              "variables (identifiers, excluded or dropped)")
     return known, targets, chr_variables
 
 
@@ -310,14 +319,13 @@ def privacy_metrics(
     """
     options = metric_options(options, **settings).with_defaults(ncp=METRIC_NCP,
                                                                  check_alignment=True)
-    original = to_pandas(original)
+    held = [] if holdout is None else [to_pandas(holdout)]
+    types, original, *held = released_part(check_types(types), to_pandas(original), *held)
     avatars = check_same_table(
         original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
     )
-    others = [avatars]
-    if holdout is not None:
-        others.append(check_same_table(original, to_pandas(holdout), "holdout", same_rows=False))
-    types = check_types(types)
+    others = [avatars, *(check_same_table(original, h, "holdout", same_rows=False)
+                         for h in held)]
     known, targets, chr_variables = check_metric_columns(original, options, types)
     ncp, imputation = options.ncp, options.imputation
     backend = resolve_backend(backend)
@@ -347,8 +355,9 @@ def privacy_metrics(
         to_holdout = nearest_reference_distances(y, held[0], backend)
         closer_to_training = 100.0 * float((ranks.closest < to_holdout).mean())
 
-    variables = encoder.columns_
-    direct = matches.direct_matches(original[variables], avatars[variables], backend)
+    compared = encoder.columns_ + [c for c in original.columns  # excluded columns count
+                                   if column_kind(types.get(c)) == EXCLUDED]
+    direct = matches.direct_matches(original[compared], avatars[compared], backend)
     inference = {"continuous": None, CATEGORICAL: None}
     baseline = None
     if known is not None and targets is not None:

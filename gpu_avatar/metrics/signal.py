@@ -31,7 +31,7 @@ from ..encoding.kinds import column_scales
 from ..errors import AvatarError
 from ..parameters import check_integer, check_types
 from .catalogue import SIGNAL_TARGETS, metrics_frame
-from .checks import check_same_table
+from .checks import check_same_table, released_part
 from .timing import timed
 
 HELLINGER_BINS = 10  # equal-width bins of a continuous variable
@@ -124,7 +124,8 @@ def signal_metrics(
     check_integer("bins", bins, 1)
     types = check_types(types)
     backend = resolve_backend(backend)
-    original, avatars = to_pandas(original), to_pandas(avatars)
+    types, original = released_part(types, to_pandas(original))
+    avatars = to_pandas(avatars)
     avatars = check_same_table(original, avatars, "avatars", same_rows=False)
     encoder = TableEncoder(types, missing_indicators=False).fit(original)
     per_variable, continuous_o, continuous_a = {}, {}, {}
@@ -140,7 +141,8 @@ def signal_metrics(
             per_variable[str(column)] = continuous_hellinger(values_o, values_a, bins, backend)
             continuous_o[column], continuous_a[column] = values_o, values_a
     if not per_variable:
-        raise AvatarError("no variable to compare: every column is an identifier")
+        raise AvatarError("no variable to compare: every column is an identifier, excluded or "
+                          "dropped")
     distances = np.array(list(per_variable.values()))
     return SignalMetrics(
         hellinger_mean=float(distances.mean()),

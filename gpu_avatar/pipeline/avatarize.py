@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 
 from ..backend import like_input, resolve_backend, snapshot, to_pandas
-from ..encoding import TableEncoder, fresh_identifiers, validate_table
+from ..encoding import TableEncoder, validate_table
 from ..encoding.identifying import refuse_undeclared
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
+from .apart import ColumnsApart
 from .batches import batch_seed, plan_batches
 from .model import avatarize_rows, check_device_memory, fit_model, timed
 from .result import AvatarizationResult
@@ -65,11 +66,8 @@ def avatarize(
     with timed(timings, "fit", steps):
         model, first_encoded = fit_model(first, parameters, backend)
     order = shuffle_order(n, sequence)
-    identifiers = {}
-    for name in model.encoder.identifier_columns_:
-        unshuffled_ids = np.empty(n, dtype=object)
-        unshuffled_ids[order] = fresh_identifiers(frame[name], n)  # fresh ids in released order
-        identifiers[name] = unshuffled_ids
+    apart = ColumnsApart(parameters.types, list(frame.columns), sequence).add(frame)
+    identifiers = apart.identifiers(frame, order)
     parts = [
         avatarize_rows(
             model,

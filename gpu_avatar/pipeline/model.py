@@ -23,6 +23,7 @@ from ..parameters import AvatarParameters
 from ..progress import Steps
 from ..projection.projection import Projection, expand_variable_weights, projection_kind
 from ..synthesis import synthesize
+from .apart import excluded_values, needs_nearest_original
 
 logger = logging.getLogger("gpu_avatar")
 
@@ -79,13 +80,15 @@ def avatarize_rows(
     model: AvatarModel,
     df: pd.DataFrame,
     sequence: np.random.SeedSequence,
-    identifiers: Mapping[Any, np.ndarray] | None = None,
+    identifiers: Mapping[Any, Any] | None = None,
     timings: dict[str, float] | None = None,
     steps: Steps | None = None,
     encoded: EncodedTable | None = None,
 ) -> pd.DataFrame:
     """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i.
-    ``encoded``: ``df`` already encoded by the model's encoder, if at hand."""
+    ``identifiers``: the identifier columns' values (``ColumnsApart.identifiers``); the
+    excluded columns are reattached here (``apart.py``). ``encoded``: ``df`` already encoded
+    by the model's encoder, if at hand."""
     timings = {} if timings is None else timings
     backend, parameters = model.backend, model.parameters
     with timed(timings, "projection", steps):
@@ -108,9 +111,26 @@ def avatarize_rows(
             parameters.zero_distance,
         )
     with timed(timings, "decode", steps):
-        return model.encoder.decode(
-            backend.to_numpy(continuous), backend.to_numpy(codes), identifiers, index=df.index
-        )
+        avatars = EncodedTable(continuous, codes, encoded.n_modalities)
+        return decode_avatars(model, df, avatars, coordinates, identifiers)
+
+
+def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, coordinates: Any,
+                   identifiers: Mapping[Any, Any] | None) -> pd.DataFrame:
+    """The unshuffled avatars of ``df``'s rows as a table: ``avatars`` (backend arrays)
+    decoded, the ``identifiers`` given, the excluded columns reattached (``apart.py``; by
+    coordinate similarity: against ``df``'s ``coordinates``)."""
+    backend, types = model.backend, model.parameters.types
+    avatars = EncodedTable(backend.to_numpy(avatars.continuous),
+                           backend.to_numpy(avatars.categorical), avatars.n_modalities)
+    nearest = None
+    if needs_nearest_original(types):
+        from ..neighbours.search import nearest_reference  # TEMPORARY
+
+        projected = model.projection.transform(avatars, model.parameters.ncp)
+        nearest, _ = nearest_reference(projected, coordinates, backend)
+    apart = {**(identifiers or {}), **excluded_values(types, df, nearest)}
+    return model.encoder.decode(avatars.continuous, avatars.categorical, apart, index=df.index)
 
 
 def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, ncp: int):

@@ -61,11 +61,10 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
         backend = resolve_backend(check_backend(self.backend))
         encoder = TableEncoder(self.types, self.imputation, missing_indicators=False)
         encoded = encoder.fit_transform(df)
-        if encoder.identifier_columns_:
-            raise AvatarError(
-                f"identifier column(s) {encoder.identifier_columns_} cannot be projected; "
-                "drop them first"
-            )
+        apart = encoder.identifier_columns_ + encoder.excluded_columns_ + encoder.dropped_columns_
+        if apart:
+            raise AvatarError(f"column(s) {apart} are not variables and cannot be projected; "
+                              "drop them first")
         n_cont = len(encoder.continuous_columns_)
         n_cat = len(encoder.categorical_columns_)
         kind = self._kind or projection_kind(n_cont, n_cat)

@@ -241,11 +241,12 @@ def expand_variable_weights(
 ) -> np.ndarray:
     """One weight per encoded variable; an indicator takes the weight of its column."""
     column_weights = check_column_weights(column_weights)
-    known = set(encoder.columns_) - set(encoder.identifier_columns_)
+    known = set(encoder.continuous_columns_) | set(encoder.categorical_columns_)
     unknown = [c for c in column_weights if c not in known]
     if unknown:
         raise AvatarError(
-            f"column_weights names unknown or identifier column(s) {unknown}; "
+            f"column_weights names unknown column(s) or columns that are not variables "
+            f"{unknown}; "
             f"variables are {sorted(map(str, known))}"
         )
     return np.array([float(column_weights.get(c, 1.0)) for c in encoder.variable_sources_])

@@ -27,6 +27,9 @@ links:
   - {parent: patient, child: visit, foreign_key: patient_id, method: linear_sum_assignment}
   - {parent: patient, child: samples, foreign_key: patient_id, method: time_series,
      n_points: 12, n_components: 3, projection: fpca}    # the last three optional
+entities:                      # one person in tables no link joins: one pseudonym per value
+  patient: {columns: {patient: p_id, lab: patient_code},
+            pseudonym: "pseudonym:hmac:key_env=GA_KEY"}  # default pseudonym:integer
 ```
 
 Link keys: ``parent``, ``child``, ``foreign_key``, optional ``parent_key`` (the parent's primary
@@ -72,7 +75,8 @@ from ..parameters import (
 from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
-TOP_LEVEL = {"tables": False, "links": False, "assignment_block_size": False, "url": False,
+TOP_LEVEL = {"tables": False, "links": False, "entities": False,
+             "assignment_block_size": False, "url": False,
              "schema": False, "include": False, "no_links": False,
              **dict.fromkeys(RUN_PARAMETERS, False)}
 READ_KEYS = ("sep", "decimal", "encoding", "date_format")  # how a table's file is read
@@ -80,6 +84,7 @@ TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "typ
               "time": False, **dict.fromkeys(READ_KEYS, False),
               **dict.fromkeys(TABLE_OVERRIDES, False)}
 SERIES_KEYS = ("n_points", "n_components", "projection")  # of a time_series link
+ENTITY_KEYS = {"columns": True, "pseudonym": False}  # Database.add_entity's
 LINK_KEYS = {"parent": True, "child": True, "foreign_key": True, "parent_key": False,
              "method": False, "drop_orphans": False, **dict.fromkeys(SERIES_KEYS, False)}
 
@@ -175,6 +180,12 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
     specs = {str(name): _check_keys(entry, allowed, f"{path}: tables.{name}")
              for name, entry in (tables or {}).items()}
     links = [_check_keys(entry, LINK_KEYS, f"{path}: links[{i}]") for i, entry in enumerate(links)]
+    entities = top.get("entities") or {}
+    if not isinstance(entities, Mapping):
+        raise AvatarError(f"{path}: 'entities' must map entity names to their columns and "
+                          "pseudonym, e.g. patient: {columns: {lab: patient_id, pharmacy: pid}}")
+    entities = {str(name): _check_keys(entry, ENTITY_KEYS, f"{path}: entities.{name}")
+                for name, entry in entities.items()}
     for name, spec in specs.items():
         if not isinstance(spec.get("types") or {}, Mapping):
             raise AvatarError(f"{path}: tables.{name}.types must map column names to kinds")
@@ -184,6 +195,10 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         else:
             database, url = _database_from_url(path, top, specs, links)
             paths, write_options = {}, {}
+        for name, entity in entities.items():
+            with error_context(f"entities.{name}"):
+                database.add_entity(name, entity["columns"],
+                                    entity.get("pseudonym", "pseudonym:integer"))
     except GpuAvatarError as error:
         raise _in_file(path, error) from error
     overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}

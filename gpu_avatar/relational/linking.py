@@ -14,6 +14,9 @@ For every table in topological order:
    child i's original parent);
 4. drop the enrichment, write fresh primary keys (never an original value) and the chosen
    parent's new key in each foreign key; children of this table link to these new keys.
+   Columns declared ``pseudonym:STRATEGY`` (a primary key among them) and an entity's columns
+   (``Database.add_entity``) take the pseudonyms of their original values instead, drawn once
+   per column or entity over every table, so released tables still join on them.
 
 A ``time_series`` child is not avatarized row by row: its parent is enriched with the features
 of its curves (lengths, starts, spans, FPCA scores, missing shares; see ``time_series``), and
@@ -40,18 +43,21 @@ import numpy as np
 import pandas as pd
 
 from ..backend import Backend, resolve_backend
-from ..encoding import CONTINUOUS, fresh_identifiers
+from ..encoding import CONTINUOUS, IDENTIFIER, Pseudonymizer, fresh_identifiers
 from ..encoding.identifying import IdentifyingColumn, refuse_undeclared_tables
+from ..encoding.kinds import same_values_kind
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..metrics.privacy import metric_coordinates
 from ..parameters import (
     AvatarParameters,
     avatar_parameters,
     check_integer,
+    column_kind,
     seed_sequence,
     table_parameters,
 )
 from ..pipeline import avatarize
+from ..pipeline.apart import column_seed
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
 from .assignment import (
@@ -91,7 +97,7 @@ def enriched_table(
     table = data[name]
     variables = db.variables(name)
     frame = table[variables].reset_index(drop=True)
-    types = {c: k for c, k in db.tables[name].types.items() if c in variables}
+    types = {c: _avatarized_kind(k) for c, k in db.tables[name].types.items() if c in variables}
     parts = [frame]
     for link in db.parents_of(name):
         parent = data[link.parent]
@@ -104,7 +110,7 @@ def enriched_table(
             parts.append(pd.DataFrame({presence_name(link): rows != NO_PARENT}))
         types.update(
             {
-                broadcast_name(link.parent, c): k
+                broadcast_name(link.parent, c): _avatarized_kind(k)
                 for c, k in db.tables[link.parent].types.items()
                 if c in parent_variables
             }
@@ -132,6 +138,12 @@ def enriched_table(
             "avatarize"
         )
     return pd.concat(parts, axis=1), types
+
+
+def _avatarized_kind(declared: str) -> str:
+    """A column's kind for its table's avatarization: a pseudonymized one is an identifier
+    there (fresh placeholders), its pseudonyms written by ``DatabaseRun.released_columns``."""
+    return IDENTIFIER if column_kind(declared) == IDENTIFIER else declared
 
 
 def _shared_coordinates(
@@ -263,6 +275,7 @@ class DatabaseRun:
             for link in db.links
         }
         self.avatar_parent_rows: dict[tuple[str, str], np.ndarray] = {}
+        self.pseudonymizers = self.shared_pseudonyms()
         self.parents: dict[str, ParentAvatars] = {}
         self.series_models: dict[tuple[str, str], SeriesModel] = {}
         self.projection_seconds: dict[str, float] = {}  # a series table's, until it is rebuilt
@@ -270,6 +283,23 @@ class DatabaseRun:
         self.link_reports: list[LinkReport] = []
         self.unshuffled: dict[str, pd.DataFrame] = {}
         self.released: dict[str, pd.DataFrame] = {}
+
+    def shared_pseudonyms(self) -> dict[tuple[str, Any], Pseudonymizer]:
+        """A drawn ``Pseudonymizer`` per pseudonymized column, (table, column) -> it; an
+        entity's columns share one, which learns every table's values first."""
+        out: dict[tuple[str, Any], Pseudonymizer] = {}
+        owners: dict[Any, Pseudonymizer] = {}
+        for position, ((table, column), entity) in enumerate(self.db.pseudonymized().items()):
+            owner = (table, column) if entity is None else entity
+            if owner not in owners:
+                with error_context(f"table {table!r}" if entity is None else f"entity {entity!r}"):
+                    owners[owner] = Pseudonymizer(
+                        self.db.tables[table].types[column], entity or column,
+                        column_seed(self.sequence, position))
+            out[(table, column)] = owners[owner].add(self.data[table][column])
+        for pseudonymizer in owners.values():
+            pseudonymizer.draw()
+        return out
 
     def avatarize_tables(self) -> None:
         """Every table, parents first."""
@@ -304,7 +334,7 @@ class DatabaseRun:
         primary keys; its release order."""
         n = len(self.data[name])
         # first: finding fresh keys takes far more memory than they hold
-        fresh = self.fresh_keys(name, n)
+        fresh = None if self.pseudonymized_key(name) else self.fresh_keys(name, n)
         avatars = self.avatarize(name, sequence)
         self.relink(name, avatars)
         return avatars, fresh, shuffle_order(n, sequence)
@@ -339,6 +369,10 @@ class DatabaseRun:
         ))
         self.steps.advance()
         return avatars, fresh, release_order
+
+    def pseudonymized_key(self, name: str) -> Pseudonymizer | None:
+        """The ``Pseudonymizer`` of table ``name``'s primary key, if it has one."""
+        return self.pseudonymizers.get((name, self.db.tables[name].primary_key))
 
     def fresh_keys(self, name: str, n: int) -> np.ndarray:
         """``n`` primary keys for table ``name``, none of them an original one."""
@@ -410,26 +444,36 @@ class DatabaseRun:
             self.steps.advance()
 
     def released_columns(
-        self, name: str, avatars: pd.DataFrame, fresh: np.ndarray, release_order: np.ndarray
+        self, name: str, avatars: pd.DataFrame, fresh: np.ndarray | None,
+        release_order: np.ndarray
     ) -> tuple[pd.DataFrame, np.ndarray]:
         """Avatar table ``name`` with the original's columns and dtypes, row i = avatar of row
         i (of a time series: its rows as rebuilt), and its primary keys. Every column of a
         table is decided here and only here: the primary key takes the ``fresh`` keys, numbered
-        in the release order; a foreign key, its avatar parent's new key; any other column,
-        its avatars' values."""
+        in the release order, or its pseudonyms; a foreign key, its avatar parent's new key; a
+        pseudonymized column, the pseudonyms of its original values; any other column, its
+        avatars' values (pseudonyms and foreign keys keep their dtype where their values fit
+        it: text pseudonyms of integers are text)."""
         table = self.data[name]
         primary_key = self.db.tables[name].primary_key
         parent_of_key = {link.foreign_key: link.parent for link in self.db.parents_of(name)}
-        keys = np.empty(len(avatars), dtype=fresh.dtype)  # not object: no boxed integer per row
-        keys[release_order] = fresh
+        if fresh is None:  # a pseudonymized primary key
+            keys = np.asarray(self.pseudonymizers[(name, primary_key)].pseudonyms(
+                table[primary_key]).array)
+        else:
+            keys = np.empty(len(avatars), dtype=fresh.dtype)  # not object: no boxed integers
+            keys[release_order] = fresh
         output = {}
         for column in table.columns:
             if column == primary_key:
                 values = pd.Series(keys)
+            elif (name, column) in self.pseudonymizers:
+                values = self.pseudonymizers[(name, column)].pseudonyms(
+                    table[column]).reset_index(drop=True)
             elif column in parent_of_key:
                 rows = self.avatar_parent_rows[(name, column)]
                 parent_keys = self.parents[parent_of_key[column]].keys
-                values = pd.Series(parent_keys[np.maximum(rows, 0)])
+                values = pd.Series(parent_keys[np.maximum(rows, 0)])  # its pseudonyms, if any
                 if (rows == NO_PARENT).any():  # children without a parent: a missing key
                     values = values.astype(object).mask(pd.Series(rows == NO_PARENT))
             else:
@@ -441,7 +485,10 @@ class DatabaseRun:
                     pd.CategoricalDtype(ordered=dtype.ordered)
                 )
                 dtype = values.dtype
-            output[column] = values.astype(dtype)
+            key = (parent_of_key[column], self.db.tables[parent_of_key[column]].primary_key) \
+                if column in parent_of_key else (name, column)
+            fits = key not in self.pseudonymizers or same_values_kind(dtype, values.dtype)
+            output[column] = values.astype(dtype) if fits else values
         return pd.DataFrame(output, columns=table.columns), keys
 
     def parent_avatars(

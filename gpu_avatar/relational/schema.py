@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
-from ..parameters import LINK_METHODS, check_choice, check_flag, check_types
+from ..parameters import LINK_METHODS, check_choice, check_flag, check_types, column_kind
 
 _EXAMPLES = 5
 _KEY_KINDS = {"integer": "numbers", "floating": "numbers", "mixed-integer-float": "numbers",
@@ -71,12 +71,23 @@ class Link:
     series_options: tuple = (None, None, "fpca")  # n_points, n_components, projection
 
 
+@dataclass
+class Entity:
+    """One person (or thing) identified in several tables that no link joins: ``columns``
+    (table -> column) get one pseudonym per original value, the same in every table."""
+
+    name: str
+    columns: dict[str, Any]
+    pseudonym: str  # its checked text form, ``pseudonym:STRATEGY...``
+
+
 class Database:
     """Tables and links to avatarize together (see ``avatarize_database``)."""
 
     def __init__(self) -> None:
         self.tables: dict[str, Table] = {}
         self.links: list[Link] = []
+        self.entities: dict[str, Entity] = {}
 
     @classmethod
     def from_sql(cls, url: Any, *args: Any, **options: Any) -> Database:
@@ -146,6 +157,57 @@ class Database:
             )
         self.tables[name] = Table(name, data, primary_key, individual_level, types, time=time)
         return self
+
+    def add_entity(self, name: str, columns: Mapping[str, Any],
+                   pseudonym: Any = "pseudonym:integer") -> Database:
+        """Declare that ``columns`` (table -> column, tables added first) identify one
+        person in several tables without a link between them, e.g. ``add_entity("patient",
+        columns={"lab": "patient_id", "pharmacy": "pid"})``: each original value gets one
+        pseudonym (``pseudonym``, a ``Pseudonym`` or its text form: a strategy by value, such
+        as ``pseudonym:hmac:key_env=GA_KEY``), the same in all of them, so the released
+        tables still join. A primary key may be one of them (its children's foreign keys take
+        its pseudonyms); a foreign key may not (it takes its parent's key: checked when the
+        database is validated)."""
+        where = f"entity {name!r}"
+        if name in self.entities:
+            raise AvatarError(f"{where} is already declared")
+        if not isinstance(columns, Mapping) or not columns:
+            raise AvatarTypeError(f"{where}: columns must map table names to a column each, "
+                                  f"e.g. {{'lab': 'patient_id', 'pharmacy': 'pid'}}; got "
+                                  f"{columns!r}")
+        declared = check_types({name: pseudonym}, f"{where}: pseudonym")[name]
+        if not declared.startswith("pseudonym:") or declared.startswith("pseudonym:constant"):
+            raise AvatarError(
+                f"{where}: pseudonym={pseudonym!r} gives no pseudonym by value; an entity "
+                "needs one per original value, e.g. 'pseudonym:integer' or "
+                "'pseudonym:hmac:key_env=GA_KEY'")
+        taken = {(t, c): e.name for e in self.entities.values() for t, c in e.columns.items()}
+        for table, column in columns.items():
+            if table not in self.tables:
+                raise AvatarError(f"{where}: unknown table {table!r}; add_table it first "
+                                  f"(tables: {list(self.tables)})")
+            if column not in self.tables[table].data.columns:
+                raise AvatarError(f"{where}: table {table!r} has no column {column!r}")
+            if (table, column) in taken:
+                raise AvatarError(f"{where}: {table}.{column} is already in entity "
+                                  f"{taken[(table, column)]!r}")
+            kind = self.tables[table].types.get(column)
+            if column_kind(kind) not in (None, "identifier"):
+                raise AvatarError(f"{where}: {table}.{column} is declared {kind!r}; an "
+                                  "entity's columns are identifiers")
+        self.entities[name] = Entity(name, dict(columns), declared)
+        for table, column in columns.items():
+            self.tables[table].types[column] = declared
+        return self
+
+    def pseudonymized(self) -> dict[tuple[str, Any], str]:
+        """Every column released as pseudonyms of its values, (table, column) -> the entity
+        sharing them, or None for a column of its own."""
+        shared = {(t, c): e.name for e in self.entities.values() for t, c in e.columns.items()}
+        return {(name, column): shared.get((name, column))
+                for name, table in self.tables.items()
+                for column, declared in table.types.items()
+                if column_kind(declared) == "identifier" and declared != "identifier"}
 
     def add_link(
         self,
@@ -282,6 +344,18 @@ class Database:
                         "yaml": f"links: - {{parent: PARENT, child: {name}, foreign_key: "
                                 "FOREIGN_KEY, method: time_series}",
                     })
+            pseudonymized = [c for (t, c) in self.pseudonymized() if t == name]
+            foreign = [c for c in pseudonymized if c in self.foreign_keys(name)]
+            if foreign:
+                raise AvatarError(
+                    f"table {name!r}: {foreign} are foreign keys, which take their parent's "
+                    "key: give the parent's primary key the pseudonyms (or the entity) instead")
+            rebuilt = pseudonymized
+            if name in series and rebuilt:
+                raise AvatarError(
+                    f"table {name!r} holds time series rebuilt for the avatars: its rows are "
+                    f"no original's, so {rebuilt} cannot carry pseudonyms of original values; "
+                    "declare them 'identifier' (fresh values)")
             if name in series and len(self.parents_of(name)) + len(self.children_of(name)) > 1:
                 raise AvatarError(
                     f"a time-series table ({name!r}) has one parent and no child; link the "

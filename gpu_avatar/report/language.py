@@ -95,6 +95,8 @@ FRENCH: dict[str, str] = {
     "continuous columns": "colonnes continues",
     "categorical columns": "colonnes catégorielles",
     "identifier columns": "colonnes identifiantes",
+    "excluded columns": "colonnes exclues (réattachées)",
+    "dropped columns": "colonnes retirées",
     "Timings (seconds)": "Durées (secondes)",
     "avatarization: {step}": "avatarisation : {step}",
     # the steps of a run (AvatarizationResult.timings)

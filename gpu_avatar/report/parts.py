@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..backend import to_pandas
 from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
+from ..encoding.kinds import DROPPED, EXCLUDED
 from ..metrics import AttackMetrics, PrivacyMetrics, SignalMetrics
 from ..metrics.attacks.inference import INFERENCE_TOLERANCE
 from ..metrics.catalogue import (
@@ -35,7 +36,7 @@ from ..metrics.catalogue import (
     family,
 )
 from ..metrics.verdict import release_verdict
-from ..parameters import MetricOptions, metric_options
+from ..parameters import MetricOptions, column_kind, is_variable, metric_options
 from ..progress import ProgressLike, Steps
 from .data import (
     PRIVACY_SCENARIO_COLUMNS,
@@ -144,7 +145,7 @@ def _table_part(
     new_figure = _matplotlib()
     types = dict(types or {})
     avatars = unshuffled_avatars if avatars is None else avatars
-    variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
+    variables = [c for c in original.columns if is_variable(types.get(c))]
     variable_types = {c: kind for c, kind in types.items() if c in variables}
     privacy, signal = table_metrics(
         original, unshuffled_avatars, avatars, steps, name=name, types=types,
@@ -160,7 +161,8 @@ def _table_part(
 
     kinds = {kind: [c for c in variables if encoder.specs_[c].kind == kind]
              for kind in (CONTINUOUS, CATEGORICAL)}
-    kinds[IDENTIFIER] = [c for c in original.columns if c not in variables]
+    kinds.update({kind: [c for c in original.columns if column_kind(types.get(c)) == kind]
+                  for kind in (IDENTIFIER, EXCLUDED, DROPPED)})
     rows = [[tr("rows x columns"), tr("{rows} x {columns} -> {avatars} avatars",
                                       rows=len(original), columns=original.shape[1],
                                       avatars=len(avatars))]]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..encoding import IDENTIFIER
 from ..errors import AvatarError, AvatarTypeError
-from ..parameters import check_choice, check_integer
+from ..parameters import check_choice, check_integer, column_kind
 from ..progress import ProgressLike, Steps
 from ..relational.results import DatabaseAvatarizationResult
 from . import WRITE_CHUNK_ROWS
@@ -100,7 +100,7 @@ def _columns(result, name: str, dialect: str, keys: dict[str, _Column]) -> list[
                             uuid.uuid5(release, owner))
         if column == table.primary_key:
             described = keys[name] = _widened(name, described, data[column], "key")
-        elif table.types.get(column) == IDENTIFIER:
+        elif column_kind(table.types.get(column)) == IDENTIFIER:
             described = _widened(name, described, data[column], "identifier")
         elif column in parents and described.family == keys[parents[column]].family == "text":
             described = replace(described, sql_type=keys[parents[column]].sql_type)

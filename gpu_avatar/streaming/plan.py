@@ -47,12 +47,12 @@ def make_plan(
     when ``keep_batches``."""
     n = source.n_rows
     if n <= batch_size:
-        return StreamPlan(n, [n]), scan_source(source, types, imputation), None
+        return StreamPlan(n, [n]), scan_source(source, types, imputation, sequence), None
     order = plan_order(n, sequence)
     rank_type = np.int32 if n < 2**31 else np.int64
     ranks = np.empty(n, dtype=rank_type)  # global row id -> position in the seeded order
     ranks[order] = np.arange(n, dtype=rank_type)
-    scan = scan_source(source, types, imputation, ranks)
+    scan = scan_source(source, types, imputation, sequence, ranks)
     del ranks
     covering = np.unique(order[scan.covering])
     pieces = split_plan(order, covering, batch_size)

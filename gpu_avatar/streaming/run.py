@@ -38,12 +38,12 @@ import numpy as np
 import pandas as pd
 
 from ..backend import resolve_backend
-from ..encoding import IdentifierValues
 from ..errors import AvatarError
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
 from ..outputs import atomic_path
 from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, seed_sequence
+from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
 from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
 from ..progress import ProgressLike, Steps
@@ -86,7 +86,7 @@ class BatchContext:
     model: AvatarModel
     source: ParquetSource
     dtypes: dict[str, Any]
-    identifiers: dict[str, IdentifierValues]
+    apart: ColumnsApart
     destination: str
     metrics: bool
 
@@ -138,12 +138,7 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     frame = load_batch(task, context)
     timings["read"] = time.perf_counter() - started
     released_order = shuffle_order(task.rows, task.sequence)
-    identifiers = {}
-    for name, fresh in context.identifiers.items():
-        values = fresh.fresh(task.offset, task.offset + task.rows)  # in released order
-        unshuffled = np.empty_like(values)
-        unshuffled[released_order] = values
-        identifiers[name] = unshuffled
+    identifiers = context.apart.identifiers(frame, released_order, task.offset)
     avatars = avatarize_rows(context.model, frame, task.sequence, identifiers, timings)
     metrics = None
     if context.metrics:
@@ -406,7 +401,7 @@ def avatarize_parquet(
         model=None,  # type: ignore[arg-type]  (fitted below)
         source=source_,
         dtypes=scan.dtypes,
-        identifiers=scan.identifiers,
+        apart=scan.apart,
         destination=str(destination),
         metrics=bool(metrics),
     )

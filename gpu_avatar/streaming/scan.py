@@ -23,21 +23,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..encoding import CATEGORICAL, IDENTIFIER, IdentifierValues, TableEncoder, detect_kind
+from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder, detect_kind
 from ..encoding.identifying import IdentifyingColumn, refuse_undeclared
 from ..errors import AvatarError
+from ..parameters import column_kind
+from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import CoveringScan
 from .source import CHUNK_ROWS, ParquetSource, _pyarrow, frame_dtypes, to_frame
 
 
 @dataclass
 class SourceScan:
-    """What the scan learns: the dataset's dtypes, every identifier column's taken values,
-    for a batched run the plan ranks of the covering rows, and the columns released
-    knowingly (``encoding.identifying``, on the first chunk)."""
+    """What the scan learns: the dataset's dtypes, what the identifier columns need (taken
+    values, pseudonyms: ``pipeline/apart.py``), for a batched run the plan ranks of the
+    covering rows, and the columns released knowingly (``encoding.identifying``, on the
+    first chunk)."""
 
     dtypes: dict[str, Any]
-    identifiers: dict[str, IdentifierValues]
+    apart: ColumnsApart
     covering: np.ndarray | None = None
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
 
@@ -98,6 +101,7 @@ def scan_source(
     source: ParquetSource,
     types: Mapping[Any, str],
     imputation: str,
+    sequence: np.random.SeedSequence,
     ranks: np.ndarray | None = None,
 ) -> SourceScan:
     """The scan (see the module docstring). ``ranks`` (global row id -> position in the
@@ -109,7 +113,7 @@ def scan_source(
         raise AvatarError(f"types names unknown column(s) {unknown}; available: {source.columns}")
     knowingly_released = refuse_undeclared(_head(source, dtypes), types)  # before any work
     empty = to_frame(source.schema.empty_table(), dtypes)
-    kinds = {c: types.get(c) or detect_kind(empty[c]) for c in source.columns}
+    kinds = {c: column_kind(types.get(c)) or detect_kind(empty[c]) for c in source.columns}
     wanted = {c for c in source.columns if kinds[c] == IDENTIFIER}
     if ranks is not None:
         pa, _, _ = _pyarrow()
@@ -117,7 +121,8 @@ def scan_source(
         wanted |= {c for c in source.columns if kinds[c] == CATEGORICAL}
         wanted |= floating | _may_hold_nulls(source)
     read = [c for c in source.columns if c in wanted]
-    scan = SourceScan(dtypes, {}, knowingly_released=knowingly_released)
+    apart = ColumnsApart(types, list(source.columns), sequence)
+    scan = SourceScan(dtypes, apart, knowingly_released=knowingly_released)
     if not read:
         return scan
     encoder = TableEncoder({c: k for c, k in types.items() if c in read}, imputation)
@@ -128,6 +133,7 @@ def scan_source(
             continue
         frame = to_frame(table, dtypes)
         encoder.partial_fit(frame)
+        apart.add(frame)
         if covering is not None:
             covering.add(frame, ranks[start : start + table.num_rows])
     empty_columns = encoder.empty_columns()
@@ -135,7 +141,7 @@ def scan_source(
         raise AvatarError(
             f"column(s) {empty_columns} have no non-missing value; drop them before avatarizing"
         )
-    scan.identifiers = {c: encoder.specs_[c].identifiers for c in encoder.identifier_columns_}
+    apart.draw()
     if covering is not None:
         scan.covering = covering.ranks(encoder)
     return scan

@@ -143,19 +143,29 @@ def test_fresh_on_a_column_of_unique_values_is_todays_fresh_identifiers():
         assert out.tolist() == fresh_identifiers(original, len(original)).tolist()
 
 
-def test_integer_and_pattern_count_from_1_by_first_appearance_skipping_originals():
-    assert pseudonymize(pd.Series(["c", "a", "c", "b"]), "pseudonym:integer").tolist() == [
-        1, 2, 1, 3]  # fmt: skip
+def dealt(series: pd.Series, spec: str, seed: int = 0) -> list:
+    """The pseudonyms of ``series``' distinct values, in order of first appearance."""
+    out = pseudonymize(series, spec, seed=seed)
+    return list(dict.fromkeys(out.tolist()))
+
+
+def test_integer_and_pattern_deal_1_2_3_skipping_originals_in_a_seeded_order():
+    out = pseudonymize(pd.Series(["c", "a", "c", "b"]), "pseudonym:integer", seed=0)
+    assert out[0] == out[2] and sorted(set(out)) == [1, 2, 3]  # one per value
     # 1 and 2 are originals; "3" reads as 3
-    assert pseudonymize(pd.Series([2, 1, 2, 5]), "pseudonym:integer").tolist() == [3, 4, 3, 6]
-    assert pseudonymize(pd.Series(["3", "x", "1"]), "pseudonym:integer").tolist() == [2, 4, 5]
+    assert sorted(dealt(pd.Series([2, 1, 2, 5]), "pseudonym:integer")) == [3, 4, 6]
+    assert sorted(dealt(pd.Series(["3", "x", "1"]), "pseudonym:integer")) == [2, 4, 5]
     pattern = "pseudonym:pattern:P{:05d}"
-    assert pseudonymize(pd.Series(["P00001", "u", "v", "u"]), pattern).tolist() == [
-        "P00002", "P00003", "P00004", "P00003"]  # fmt: skip
+    assert sorted(dealt(pd.Series(["P00001", "u", "v", "u"]), pattern)) == [
+        "P00002", "P00003", "P00004"]  # fmt: skip
     # "00001" reads as the original 1
-    assert pseudonymize(pd.Series([1, 7]), "pseudonym:pattern:{:05d}").tolist() == [
-        "00002", "00003"]  # fmt: skip
+    assert sorted(dealt(pd.Series([1, 7]), "pseudonym:pattern:{:05d}")) == ["00002", "00003"]
     assert pseudonymize(pd.Series([7, None, 7]), "pseudonym:integer").dtype == "Int64"
+    # neither the first appearance nor the value's rank shows: the order changes with the seed
+    values = pd.Series([f"v{i:03d}" for i in range(200)])
+    orders = {tuple(dealt(values, "pseudonym:integer", seed)) for seed in range(3)}
+    assert len(orders) == 3 and tuple(range(1, 201)) not in orders
+    assert dealt(values, "pseudonym:integer", 1) == dealt(values, "pseudonym:integer", 1)
 
 
 def test_uuid4_gives_version_4_uuids():

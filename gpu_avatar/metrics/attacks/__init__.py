@@ -51,7 +51,6 @@ import numpy as np
 import pandas as pd
 
 from ...backend import Backend, resolve_backend, to_pandas
-from ...encoding import IDENTIFIER
 from ...errors import AvatarError, AvatarTypeError
 from ...parameters import (
     SINGLING_OUT_MODES,
@@ -59,10 +58,11 @@ from ...parameters import (
     check_integer,
     check_number,
     check_types,
+    is_variable,
     seed_sequence,
 )
 from ...progress import ProgressLike, Steps
-from ..checks import check_same_table, check_variables
+from ..checks import check_same_table, check_variables, released_part
 from ..timing import timed
 from .inference import INFERENCE_TOLERANCE, inference_attack
 from .linkability import linkability_attack
@@ -111,13 +111,13 @@ def attack_metrics(
     ``types`` as in ``avatarize`` (identifier columns are left out); ``seed`` draws the
     queries and the baselines.
     """
-    original = to_pandas(original)
-    avatars = check_same_table(original, to_pandas(avatars), "avatars", same_rows=False)
-    holdout = check_same_table(original, to_pandas(holdout), "holdout", same_rows=False)
     types = check_types(types)
+    types, original, holdout = released_part(types, to_pandas(original), to_pandas(holdout))
+    avatars = check_same_table(original, to_pandas(avatars), "avatars", same_rows=False)
+    holdout = check_same_table(original, holdout, "holdout", same_rows=False)
     if types:
         check_variables(original, list(types), "types")
-    variables = [c for c in original.columns if types.get(c) != IDENTIFIER]
+    variables = [c for c in original.columns if is_variable(types.get(c))]
     if len(variables) < 2:
         raise AvatarError(
             f"the attacks need at least 2 variables (an attacker knows some and guesses "

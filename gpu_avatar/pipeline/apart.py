@@ -1,0 +1,110 @@
+"""The columns released apart from the method, as the column plan declares them
+(``parameters.KIND_MEANINGS``), for a batch's unshuffled avatars (row i: the avatar of row i):
+
+- ``identifier``: fresh values by released position (``encoding/identifiers.py``): they tell
+  nothing about anyone;
+- ``pseudonym:STRATEGY``: the pseudonym of the avatar's original's value
+  (``encoding/pseudonyms.py``), one per value, the same in every table that shares the
+  ``Pseudonymizer`` (a database's entity), so released tables still join on it. Whoever can
+  pseudonymize an original value (the holder of an hmac key; for the drawn strategies, of the
+  originals and the run's seed) can tell which person an avatar comes from: a declared release;
+- ``excluded:row_order``: the avatar's own original's value (released as is);
+- ``excluded:coordinate_similarity``: the value of the original nearest to the avatar in the
+  projection (exact, ties to the lowest index): a real value, not the own one;
+- ``dropped``: nothing.
+
+``ColumnsApart`` learns what the identifiers need from the originals (``add``: all of them,
+chunk by chunk for a stream), before any avatar is released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..encoding import IDENTIFIER, IdentifierValues, Pseudonymizer
+from ..parameters import column_kind, reattach_method
+
+_STREAM_PSEUDONYMS = 3  # the seed stream of the drawn pseudonyms (synthesis.py uses 0-2)
+
+
+class ColumnsApart:
+    """One table's identifier columns: each one's fresh values or ``Pseudonymizer``.
+    ``shared``: pseudonymizers given by the caller (a database's entities), which it fills
+    with every table's values."""
+
+    def __init__(self, types: Mapping[Any, str], columns: list[Any],
+                 sequence: np.random.SeedSequence,
+                 shared: Mapping[Any, Pseudonymizer] | None = None) -> None:
+        shared = shared or {}
+        self.fresh: dict[Any, IdentifierValues] = {}
+        self.pseudonymizers: dict[Any, Pseudonymizer] = {}
+        for position, column in enumerate(columns):
+            declared = types.get(column)
+            if column in shared:
+                self.pseudonymizers[column] = shared[column]
+            elif declared == IDENTIFIER:
+                self.fresh[column] = IdentifierValues(column)
+            elif column_kind(declared) == IDENTIFIER:
+                self.pseudonymizers[column] = Pseudonymizer(
+                    declared, column, column_seed(sequence, position))
+        self._owned = [c for c in self.pseudonymizers if c not in shared]
+
+    def add(self, chunk: pd.DataFrame) -> ColumnsApart:
+        """Learn a chunk of the originals (shared pseudonymizers are their owner's to fill)."""
+        for column, fresh in self.fresh.items():
+            fresh.add(chunk[column])
+        for column in self._owned:
+            self.pseudonymizers[column].add(chunk[column])
+        return self
+
+    def draw(self) -> ColumnsApart:
+        """Draw the pseudonyms now, once every chunk is added (before shipping to workers)."""
+        for pseudonymizer in self.pseudonymizers.values():
+            pseudonymizer.draw()
+        return self
+
+    def identifiers(self, frame: pd.DataFrame, released_order: np.ndarray,
+                    offset: int = 0) -> dict[Any, Any]:
+        """The identifier values of the avatars of ``frame``'s rows, unshuffled; the avatar
+        of row ``released_order[j]`` is released at position ``offset + j``."""
+        out: dict[Any, Any] = {}
+        for column, fresh in self.fresh.items():
+            values = fresh.fresh(offset, offset + len(frame))
+            unshuffled = np.empty_like(values)
+            unshuffled[released_order] = values
+            out[column] = unshuffled
+        for column, pseudonymizer in self.pseudonymizers.items():
+            out[column] = pseudonymizer.pseudonyms(frame[column]).array
+        return out
+
+
+def column_seed(sequence: np.random.SeedSequence, position: int) -> np.random.SeedSequence:
+    """The seed of the pseudonyms drawn for the column at ``position``."""
+    return np.random.SeedSequence(
+        sequence.entropy, spawn_key=(*sequence.spawn_key, _STREAM_PSEUDONYMS, position))
+
+
+def excluded_values(types: Mapping[Any, str], frame: pd.DataFrame,
+                    nearest_original: np.ndarray | None) -> dict[Any, np.ndarray]:
+    """The excluded columns' values for the avatars of ``frame``'s rows: the own row's
+    (``row_order``) or the row ``nearest_original[i]``'s (``coordinate_similarity``)."""
+    out = {}
+    for column in frame.columns:
+        if column_kind(types.get(column)) != "excluded":
+            continue
+        values = frame[column].to_numpy()
+        if reattach_method(types[column]) == "coordinate_similarity":
+            values = values[nearest_original]
+        out[column] = values
+    return out
+
+
+def needs_nearest_original(types: Mapping[Any, str]) -> bool:
+    """Whether a column comes back by ``coordinate_similarity``."""
+    return any(column_kind(declared) == "excluded"
+               and reattach_method(declared) == "coordinate_similarity"
+               for declared in types.values())
