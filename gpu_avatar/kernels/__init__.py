@@ -9,7 +9,7 @@
   one of which is ``Backend.kernels``: on the CPU the walks run in parallel over queries
   (numba ``prange``), in blocks spread over the threads in a fixed order, so no result
   depends on the thread count; on the GPU they are compiled by numba-cuda, one CUDA thread
-  per query.
+  per query (the attacks' scan: several, over reference tiles in shared memory).
 
 Compiled passes that serve one caller live next to it: ``synthesis_kernels.py`` (also run by
 ``cuda.py``), ``projection/modalities.py``, ``relational/transport.py``. Kernels compile on

@@ -37,7 +37,8 @@ kernels = {
 }
 for capacity in ck.K_CAPACITIES:
     kernels[f"knn {capacity}"] = (ck._knn_kernel(capacity), tree + (i1, nt.int64, i2, f2))
-    kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity), (f2, b1, f2, nt.int64, i2, f2))
+    kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity, ck.MIXED_TILE_VALUES),
+                                    (f1, nt.int64, b1, f2) + (nt.int64,) * 4 + (i2, f2))
 kernels["verify"] = (ck._verify_kernel, (f2, i2, nt.int64, i2, f2))
 kernels["synthesis"] = (ck._synthesis_kernel, (f2, i2, i2, f2, f2, f2, i2))
 report = {}
