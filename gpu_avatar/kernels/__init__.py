@@ -3,7 +3,8 @@
 - ``tree.py``: the flat k-d tree (built on the host for both backends) and the rules every
   walk shares: the exact pair arithmetic, box bounds, the running top-k;
 - ``knn.py``: each point's exact k nearest others, and the exact re-check of index candidates;
-- ``ranks.py``: the distance-rank walks (local cloaking, hidden flag, two nearest originals);
+- ``ranks.py``: the distance-rank walks (local cloaking, hidden flag, two nearest originals),
+  a query's nearest reference and its matches within a Chebyshev radius;
 - ``mixed.py``: the attacks' scan for the nearest references by the mixed-type distance;
 - ``cpu.py`` and ``cuda.py``: the two drivers, the same functions with the same signatures,
   one of which is ``Backend.kernels``: on the CPU the walks run in parallel over queries

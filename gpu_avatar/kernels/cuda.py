@@ -2,8 +2,9 @@
 device arrays; one thread per query (the attacks' scan: several, over reference tiles in
 shared memory).
 
-The walks are the ones the CPU runs (``rank_query``, ``two_nearest_query``, ``knn_query``,
-``verify_row``, ``nearest_mixed_scan``, ``synthesize_row``), compiled here for the device: one
+The walks are the ones the CPU runs (``rank_query``, ``two_nearest_query``,
+``count_within_query``, ``knn_query``, ``verify_row``, ``nearest_mixed_scan``,
+``synthesize_row``), compiled here for the device: one
 source, so a GPU result equals the CPU's row for row. The flat k-d tree is built on the host
 (``tree.KDTree``) and copied to the device; queries run in the tree's leaf order, so the
 threads of a warp walk nearby queries down the same nodes. Pair distances use round-to-nearest
@@ -30,7 +31,7 @@ from ..synthesis_kernels import synthesize_row
 from . import knn, mixed, ranks, tree
 from .knn import knn_query, verify_row
 from .mixed import nearest_mixed_scan
-from .ranks import rank_query, two_nearest_query
+from .ranks import count_within_query, rank_query, two_nearest_query
 from .tree import STACK, KDTree
 
 THREADS = 128  # threads per block
@@ -88,15 +89,26 @@ def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x,
 
 @cuda.jit
 def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_index, y, first,
-                        second):  # fmt: skip
+                        second, nearest):  # fmt: skip
     p = cuda.grid(1)
     if p < y.shape[0]:
         nodes = cuda.local.array(STACK, np.int64)
         bounds = cuda.local.array(STACK, np.float64)
-        best, runner_up = two_nearest_query(x, order, start, stop, left, right, lower, upper,
-                                            low_index, y, p, nodes, bounds)  # fmt: skip
+        best, runner_up, index = two_nearest_query(x, order, start, stop, left, right, lower,
+                                                   upper, low_index, y, p, nodes, bounds)
         first[p] = best
         second[p] = runner_up
+        nearest[p] = index
+
+
+@cuda.jit
+def _count_within_kernel(points, start, stop, left, right, lower, upper, queries, radius, limit,
+                         counts):  # fmt: skip
+    p = cuda.grid(1)
+    if p < queries.shape[0]:
+        stack = cuda.local.array(STACK, np.int64)
+        counts[p] = count_within_query(points, start, stop, left, right, lower, upper, queries,
+                                       p, radius, limit, stack)  # fmt: skip
 
 
 @cache
@@ -248,19 +260,34 @@ def distance_ranks(backend, x, y, own):
     first = xp.empty(n, dtype=xp.float64)
     second = xp.empty(n, dtype=xp.float64)
     _launch(backend, _two_nearest_kernel, n, *originals.arrays, originals.in_leaf_order(y),
-            first, second)  # fmt: skip
+            first, second, xp.empty(n, dtype=xp.int64))  # fmt: skip
     return (avatars.to_caller_order(cloaking), avatars.to_caller_order(hidden),
             originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
 
 
-def nearest_squared(backend, queries, references):
-    """Each query's smallest squared distance to the rows of ``references``, on the device."""
+def nearest_reference(backend, queries, references):
+    """``(index, squared)`` of each query's nearest reference, the lowest index among equally
+    near ones, on the device."""
     xp = backend.xp
-    first = xp.empty(queries.shape[0], dtype=xp.float64)
-    second = xp.empty(queries.shape[0], dtype=xp.float64)
-    _launch(backend, _two_nearest_kernel, queries.shape[0], *DeviceTree(backend, references).arrays,
-            queries, first, second)  # fmt: skip
-    return first
+    queries = xp.ascontiguousarray(queries, dtype=xp.float64)
+    n = queries.shape[0]
+    first = xp.empty(n, dtype=xp.float64)
+    nearest = xp.empty(n, dtype=xp.int64)
+    _launch(backend, _two_nearest_kernel, n, *DeviceTree(backend, references).arrays, queries,
+            first, xp.empty(n, dtype=xp.float64), nearest)  # fmt: skip
+    return nearest, first
+
+
+def count_within(backend, queries, references, radius: float, limit: int):
+    """Per query, the references within Chebyshev distance ``radius``, counted up to
+    ``limit``, on the device."""
+    xp = backend.xp
+    queries = xp.ascontiguousarray(queries, dtype=xp.float64)
+    points, _, start, stop, left, right, lower, upper, _ = DeviceTree(backend, references).arrays
+    counts = xp.empty(queries.shape[0], dtype=xp.int64)
+    _launch(backend, _count_within_kernel, queries.shape[0], points, start, stop, left, right,
+            lower, upper, queries, radius, limit, counts)  # fmt: skip
+    return counts
 
 
 def nearest_others(backend, points, k: int, rows=None):

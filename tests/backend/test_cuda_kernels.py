@@ -118,17 +118,38 @@ def test_synthesis_kernel_equals_the_cpu_pass(gpu, n_codes):
         np.testing.assert_array_equal(gpu.to_numpy(value), reference)
 
 
+@pytest.mark.parametrize("leaf_size", [tree.LEAF_SIZE, 1])
 @pytest.mark.parametrize("name", POINT_SETS)
-def test_nearest_squared_kernel_equals_the_cpu_walk(gpu, name):
-    """Each query's nearest reference (queries and references of different sizes)."""
+def test_nearest_reference_kernel_equals_the_cpu_walk(gpu, name, leaf_size):
+    """Each query's nearest reference, the lowest index among equally near ones (queries and
+    references of different sizes)."""
     references = _points(name)
-    queries = _points(name, 96)[::-1] + 0.25
-    expected = ranks.nearest_squared(queries, references)
-    got = cuda_kernels.nearest_squared(gpu, gpu.asarray(np.ascontiguousarray(queries)),
-                                       gpu.asarray(references))  # fmt: skip
-    np.testing.assert_array_equal(gpu.to_numpy(got), expected)
-    np.testing.assert_array_equal(expected, pairwise_squared(queries, references, np).min(axis=1))
+    queries = np.vstack([_points(name, 96)[::-1] + 0.25, references[::20]])
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+        expected = ranks.nearest_reference(queries, references)
+        got = cuda_kernels.nearest_reference(gpu, gpu.asarray(queries), gpu.asarray(references))
+    for value, reference in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference)
+    squared = pairwise_squared(queries, references, np)
+    np.testing.assert_array_equal(expected[0], squared.argmin(axis=1))
+    np.testing.assert_array_equal(expected[1], squared.min(axis=1))
 
+
+@pytest.mark.parametrize("limit", [2, 1000])
+@pytest.mark.parametrize("leaf_size", [tree.LEAF_SIZE, 1])
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_count_within_kernel_equals_the_cpu_walk(gpu, name, leaf_size, limit):
+    """The references within a Chebyshev radius, counted up to a limit: radii at which the
+    integer points tie exactly, a missing coordinate on each side."""
+    references = _points(name)
+    queries = _points(name, 96)[::-1] + 0.5
+    references[3, 0], queries[5, 1] = np.nan, np.nan
+    for radius in (0.5, 1.5):
+        with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+            expected = ranks.count_within(queries, references, radius, limit)
+            got = cuda_kernels.count_within(gpu, gpu.asarray(queries), gpu.asarray(references),
+                                            radius, limit)  # fmt: skip
+        np.testing.assert_array_equal(gpu.to_numpy(got), expected)
 
 def _mixed_data(columns: int, n_queries: int, n_references: int):
     """Numbers and category codes of three values (exact ties at every distance, many at 0),
