@@ -171,13 +171,16 @@ def test_tree_avatarize_equals_the_cpu_run_after_run(gpu, aids, tree_path, categ
 def test_tree_privacy_metrics_equal_the_cpu(gpu, aids, tree_path):
     """Above the brute size the GPU took cupyx's ball query, which takes one scalar radius
     (``float(r)``) and returns an (n_points x n) index array: it failed for every table over
-    200k rows. The device tree answers with the CPU's counts."""
+    200k rows. The device tree answers with the CPU's counts, and the same nearest avatars and
+    matches for the inference and the correlation protection."""
     df, types = aids
     sample = df.iloc[:300]
     avatars = ga.avatarize(sample, k=10, seed=0, types=types, backend="cpu")
     unshuffled = avatars.sensitive_unshuffled_avatars
-    cpu = ga.privacy_metrics(sample, unshuffled, types=types, backend="cpu")
-    on_gpu = ga.privacy_metrics(sample, unshuffled, types=types, backend="gpu")
+    attacker = dict(types=types, known_variables=["age", "wtkg"], target="cd40")
+    cpu = ga.privacy_metrics(sample, unshuffled, backend="cpu", **attacker)
+    on_gpu = ga.privacy_metrics(sample, unshuffled, backend="gpu", **attacker)
+    assert None not in (cpu.inference_continuous, cpu.correlation_protection_rate)
     np.testing.assert_array_equal(
         on_gpu.local_cloaking_per_individual, cpu.local_cloaking_per_individual
     )

@@ -43,10 +43,14 @@ def ensure_fits(
     )
 
 
+def resident_threads(backend: Backend) -> int:
+    """The threads the device holds at once (every multiprocessor full)."""
+    runtime = backend.xp.cuda.runtime
+    properties = runtime.getDeviceProperties(backend.xp.cuda.Device().id)
+    return properties["multiProcessorCount"] * properties["maxThreadsPerMultiProcessor"]
+
+
 def kernel_local_bytes(backend: Backend) -> int:
     """Local memory the driver reserves for the tree kernels: the largest kernel's per-thread
     arrays for every thread the device can hold at once."""
-    runtime = backend.xp.cuda.runtime
-    properties = runtime.getDeviceProperties(backend.xp.cuda.Device().id)
-    threads = properties["multiProcessorCount"] * properties["maxThreadsPerMultiProcessor"]
-    return threads * backend.kernels.LOCAL_BYTES_PER_THREAD
+    return resident_threads(backend) * backend.kernels.LOCAL_BYTES_PER_THREAD

@@ -3,13 +3,14 @@
 - ``tree.py``: the flat k-d tree (built on the host for both backends) and the rules every
   walk shares: the exact pair arithmetic, box bounds, the running top-k;
 - ``knn.py``: each point's exact k nearest others, and the exact re-check of index candidates;
-- ``ranks.py``: the distance-rank walks (local cloaking, hidden flag, two nearest originals);
+- ``ranks.py``: the distance-rank walks (local cloaking, hidden flag, two nearest originals),
+  a query's nearest reference and its matches within a Chebyshev radius;
 - ``mixed.py``: the attacks' scan for the nearest references by the mixed-type distance;
 - ``cpu.py`` and ``cuda.py``: the two drivers, the same functions with the same signatures,
   one of which is ``Backend.kernels``: on the CPU the walks run in parallel over queries
   (numba ``prange``), in blocks spread over the threads in a fixed order, so no result
   depends on the thread count; on the GPU they are compiled by numba-cuda, one CUDA thread
-  per query.
+  per query (the attacks' scan: several, over reference tiles in shared memory).
 
 Compiled passes that serve one caller live next to it: ``synthesis_kernels.py`` (also run by
 ``cuda.py``), ``projection/modalities.py``, ``relational/transport.py``. Kernels compile on

@@ -34,9 +34,16 @@ def distance_ranks(backend, x, y, own):
     return ranks.distance_ranks(x, y, own)
 
 
-def nearest_squared(backend, queries, references):
-    """Each query's smallest squared distance to ``references`` (``ranks.nearest_squared``)."""
-    return ranks.nearest_squared(queries, references)
+def nearest_reference(backend, queries, references):
+    """``(index, squared)`` of each query's nearest reference, the lowest index among equally
+    near ones (``ranks.nearest_reference``)."""
+    return ranks.nearest_reference(queries, references)
+
+
+def count_within(backend, queries, references, radius: float, limit: int):
+    """Per query, the references within Chebyshev distance ``radius``, counted up to ``limit``
+    (``ranks.count_within``)."""
+    return ranks.count_within(queries, references, radius, limit)
 
 
 def nearest_mixed(backend, references, categorical, queries, k: int):

@@ -1,8 +1,10 @@
 """The CUDA driver (numba-cuda): the functions of ``cpu.py``, with the same signatures, on
-device arrays; one thread per query.
+device arrays; one thread per query (the attacks' scan: several, over reference tiles in
+shared memory).
 
-The walks are the ones the CPU runs (``rank_query``, ``two_nearest_query``, ``knn_query``,
-``verify_row``, ``nearest_mixed_scan``, ``synthesize_row``), compiled here for the device: one
+The walks are the ones the CPU runs (``rank_query``, ``two_nearest_query``,
+``count_within_query``, ``knn_query``, ``verify_row``, ``nearest_mixed_scan``,
+``synthesize_row``), compiled here for the device: one
 source, so a GPU result equals the CPU's row for row. The flat k-d tree is built on the host
 (``tree.KDTree``) and copied to the device; queries run in the tree's leaf order, so the
 threads of a warp walk nearby queries down the same nodes. Pair distances use round-to-nearest
@@ -24,11 +26,12 @@ from numba import cuda
 from numba.cuda.core.config import ENABLE_CUDASIM
 
 from .. import synthesis_kernels
+from ..backend.memory import resident_threads
 from ..synthesis_kernels import synthesize_row
 from . import knn, mixed, ranks, tree
 from .knn import knn_query, verify_row
 from .mixed import nearest_mixed_scan
-from .ranks import rank_query, two_nearest_query
+from .ranks import count_within_query, rank_query, two_nearest_query
 from .tree import STACK, KDTree
 
 THREADS = 128  # threads per block
@@ -38,6 +41,11 @@ K_CAPACITIES = (16, 32, 64, 128)
 MAX_K = K_CAPACITIES[-1]
 # "auto" runs array tiles up to this many rows, the device tree above.
 KNN_BRUTE_MAX_ROWS = RANKS_BRUTE_MAX_ROWS = 4096
+# The attacks' scan: reference values per shared-memory tile (16 KB a block), and the fewest
+# query-reference pairs a launch gets (fewer, larger launches: fewer host waits; not tuned on
+# a device yet).
+MIXED_TILE_VALUES = 2048
+MIXED_CHUNK_PAIRS = 1 << 36
 # Per-thread local memory of the largest kernel (8-byte top-k values and indices, two stacks);
 # the driver reserves it for every thread the device can hold at once.
 LOCAL_BYTES_PER_THREAD = 8 * 2 * (MAX_K + STACK)
@@ -81,15 +89,26 @@ def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x,
 
 @cuda.jit
 def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_index, y, first,
-                        second):  # fmt: skip
+                        second, nearest):  # fmt: skip
     p = cuda.grid(1)
     if p < y.shape[0]:
         nodes = cuda.local.array(STACK, np.int64)
         bounds = cuda.local.array(STACK, np.float64)
-        best, runner_up = two_nearest_query(x, order, start, stop, left, right, lower, upper,
-                                            low_index, y, p, nodes, bounds)  # fmt: skip
+        best, runner_up, index = two_nearest_query(x, order, start, stop, left, right, lower,
+                                                   upper, low_index, y, p, nodes, bounds)
         first[p] = best
         second[p] = runner_up
+        nearest[p] = index
+
+
+@cuda.jit
+def _count_within_kernel(points, start, stop, left, right, lower, upper, queries, radius, limit,
+                         counts):  # fmt: skip
+    p = cuda.grid(1)
+    if p < queries.shape[0]:
+        stack = cuda.local.array(STACK, np.int64)
+        counts[p] = count_within_query(points, start, stop, left, right, lower, upper, queries,
+                                       p, radius, limit, stack)  # fmt: skip
 
 
 @cache
@@ -115,24 +134,54 @@ def _knn_kernel(capacity: int):
 
 
 @cache
-def _mixed_kernel(capacity: int):
-    """The mixed-type nearest-references kernel, one thread per query, its top-k in local
-    arrays of ``capacity``."""
+def _mixed_kernel(capacity: int, tile_values: int):
+    """The mixed-type nearest-references kernel, on the references' values row after row
+    (flat). A block's threads copy whole rows, up to ``tile_values`` values, into shared
+    memory; each thread then merges that tile into the top-k (local arrays of ``capacity``) of
+    each of its ``per_thread`` queries, at most ``MAX_K // capacity`` (one ``MAX_K`` top-k's
+    local memory); the block stops as soon as none of its queries can change. Rows wider than
+    a tile (or of no column) are read from device memory, in one pass."""
+    slots = MAX_K // capacity
 
     @cuda.jit
-    def kernel(references, categorical, queries, k, indices, distances):
-        t = cuda.grid(1)
-        if t < queries.shape[0]:
-            best_d = cuda.local.array(capacity, np.float64)
-            best_i = cuda.local.array(capacity, np.int64)
+    def kernel(references, m, categorical, queries, first_query, last_query, per_thread, k,
+               indices, distances):  # fmt: skip
+        tile = cuda.shared.array(tile_values, np.float64)
+        best_d = cuda.local.array((slots, capacity), np.float64)
+        best_i = cuda.local.array((slots, capacity), np.int64)
+        open_ = cuda.local.array(slots, np.bool_)
+        columns = queries.shape[1]
+        lane, width = cuda.threadIdx.x, cuda.blockDim.x
+        # query of slot s: base + s * width (a warp's threads take consecutive queries)
+        base = first_query + cuda.blockIdx.x * width * per_thread + lane
+        for s in range(per_thread):
+            open_[s] = base + s * width < last_query
             for slot in range(k):
-                best_d[slot] = np.inf
-                best_i[slot] = references.shape[0]
-            nearest_mixed_scan(references, 0, references.shape[0], categorical, queries, t, k,
-                               best_d, best_i)  # fmt: skip
-            for slot in range(k):
-                indices[t, slot] = best_i[slot]
-                distances[t, slot] = best_d[slot]
+                best_d[s, slot] = np.inf
+                best_i[s, slot] = m
+        staged = 0 < columns <= tile_values  # the same for every thread of the block
+        rows = tile_values // columns if staged else m
+        block = tile if staged else references
+        for first in range(0, m, rows):
+            size = min(rows, m - first)
+            if staged:
+                cuda.syncthreads()  # every thread is done with the previous tile
+                for v in range(lane, size * columns, width):
+                    tile[v] = references[first * columns + v]
+                cuda.syncthreads()
+            going = 0
+            for s in range(per_thread):
+                if open_[s]:
+                    open_[s] = nearest_mixed_scan(block, size, first, categorical, queries,
+                                                  base + s * width, k, best_d[s], best_i[s])
+                    going += open_[s]
+            if not cuda.syncthreads_or(going):
+                break
+        for s in range(per_thread):
+            if base + s * width < last_query:
+                for slot in range(k):
+                    indices[base + s * width, slot] = best_i[s, slot]
+                    distances[base + s * width, slot] = best_d[s, slot]
 
     return kernel
 
@@ -161,14 +210,18 @@ def capacity_for(k: int) -> int:
     raise ValueError(f"k = {k} exceeds the GPU tree kernels' capacity ({MAX_K})")
 
 
+def _stream(backend):
+    """CuPy's current stream for numba (ordered with the array work around it; CuPy's default,
+    the legacy stream, is numba's default too)."""
+    pointer = backend.xp.cuda.get_current_stream().ptr
+    return cuda.external_stream(pointer) if pointer else cuda.default_stream()
+
+
 def _launch(backend, kernel, n_threads: int, *args) -> None:
-    """One thread per query, on CuPy's current stream (ordered with the array work around it;
-    CuPy's default, the legacy stream, is numba's default too)."""
+    """One thread per query, on CuPy's current stream."""
     if not n_threads:
         return
-    pointer = backend.xp.cuda.get_current_stream().ptr
-    stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
-    kernel[-(-n_threads // THREADS), THREADS, stream](*args)
+    kernel[-(-n_threads // THREADS), THREADS, _stream(backend)](*args)
 
 
 # ------------------------------------------------------------------------- host wrappers
@@ -207,19 +260,34 @@ def distance_ranks(backend, x, y, own):
     first = xp.empty(n, dtype=xp.float64)
     second = xp.empty(n, dtype=xp.float64)
     _launch(backend, _two_nearest_kernel, n, *originals.arrays, originals.in_leaf_order(y),
-            first, second)  # fmt: skip
+            first, second, xp.empty(n, dtype=xp.int64))  # fmt: skip
     return (avatars.to_caller_order(cloaking), avatars.to_caller_order(hidden),
             originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
 
 
-def nearest_squared(backend, queries, references):
-    """Each query's smallest squared distance to the rows of ``references``, on the device."""
+def nearest_reference(backend, queries, references):
+    """``(index, squared)`` of each query's nearest reference, the lowest index among equally
+    near ones, on the device."""
     xp = backend.xp
-    first = xp.empty(queries.shape[0], dtype=xp.float64)
-    second = xp.empty(queries.shape[0], dtype=xp.float64)
-    _launch(backend, _two_nearest_kernel, queries.shape[0], *DeviceTree(backend, references).arrays,
-            queries, first, second)  # fmt: skip
-    return first
+    queries = xp.ascontiguousarray(queries, dtype=xp.float64)
+    n = queries.shape[0]
+    first = xp.empty(n, dtype=xp.float64)
+    nearest = xp.empty(n, dtype=xp.int64)
+    _launch(backend, _two_nearest_kernel, n, *DeviceTree(backend, references).arrays, queries,
+            first, xp.empty(n, dtype=xp.float64), nearest)  # fmt: skip
+    return nearest, first
+
+
+def count_within(backend, queries, references, radius: float, limit: int):
+    """Per query, the references within Chebyshev distance ``radius``, counted up to
+    ``limit``, on the device."""
+    xp = backend.xp
+    queries = xp.ascontiguousarray(queries, dtype=xp.float64)
+    points, _, start, stop, left, right, lower, upper, _ = DeviceTree(backend, references).arrays
+    counts = xp.empty(queries.shape[0], dtype=xp.int64)
+    _launch(backend, _count_within_kernel, queries.shape[0], points, start, stop, left, right,
+            lower, upper, queries, radius, limit, counts)  # fmt: skip
+    return counts
 
 
 def nearest_others(backend, points, k: int, rows=None):
@@ -258,14 +326,32 @@ def verify_candidates(backend, points, candidates, far_squared, margin, k: int):
 
 def nearest_mixed(backend, references, categorical, queries, k: int):
     """Each query's k nearest references by the mixed-type distance, ordered by (distance,
-    index), on the device."""
+    index), on the device. Several queries per thread once there are more than the device
+    holds threads; launches of at least ``MIXED_CHUNK_PAIRS`` pairs that fill the device, the
+    host waiting for each before the next: one synchronisation per chunk, and an interrupt
+    stops the scan after the current chunk rather than after the whole queue."""
     xp = backend.xp
     references = xp.ascontiguousarray(references, dtype=xp.float64)
     queries = xp.ascontiguousarray(queries, dtype=xp.float64)
-    indices = xp.empty((queries.shape[0], k), dtype=xp.int64)
-    distances = xp.empty((queries.shape[0], k), dtype=xp.float64)
-    _launch(backend, _mixed_kernel(capacity_for(k)), queries.shape[0], references,
-            xp.asarray(categorical, dtype=xp.bool_), queries, k, indices, distances)
+    categorical = xp.asarray(categorical, dtype=xp.bool_)
+    n, m = queries.shape[0], references.shape[0]
+    indices = xp.empty((n, k), dtype=xp.int64)
+    distances = xp.empty((n, k), dtype=xp.float64)
+    capacity = capacity_for(k)
+    resident = resident_threads(backend)
+    per_thread = min(MAX_K // capacity, max(1, n // resident))
+    per_block = THREADS * per_thread
+    launches = max(1, n // max(resident * per_thread, MIXED_CHUNK_PAIRS // m))
+    chunk = max(1, -(-n // (launches * per_block))) * per_block  # whole blocks per launch
+    kernel = _mixed_kernel(capacity, MIXED_TILE_VALUES)
+    stream = _stream(backend)
+    for first in range(0, n, chunk):
+        last = min(first + chunk, n)
+        kernel[-(-(last - first) // per_block), THREADS, stream](
+            references.ravel(), m, categorical, queries, first, last, per_thread, k, indices,
+            distances,
+        )  # fmt: skip
+        stream.synchronize()
     return indices, distances
 
 

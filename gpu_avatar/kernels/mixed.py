@@ -2,7 +2,9 @@
 (``neighbours/references.py``): every reference measured in index order, so ties go to the
 lower index; a pair's sum stops once it exceeds the current k-th distance, a query once that
 distance is 0. On the CPU, references in cache-sized blocks and queries in parallel; on the
-GPU (``cuda.py``), one CUDA thread per query.
+GPU (``cuda.py``), references in tiles staged in shared memory, several queries per thread.
+Both merge block after block with ``nearest_mixed_scan``: the same comparisons in the same
+order, so the same neighbours and distance bits.
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ from .tree import exact_add, exact_sub, keep_best, shared
 
 
 def mixed_distance(a, i, b, j, categorical, cap):
-    """The attacks' mixed-type distance between row ``i`` of ``a`` and row ``j`` of ``b``
-    (numbers already divided by their range, categories as codes, NaN where missing), summed
-    column by column: ``|x - y|`` for numbers, 0 or 1 for categories, 0 for two missing values
-    and 1 for one. Stops early, returning a partial sum, once it exceeds ``cap``."""
+    """The attacks' mixed-type distance between row ``i`` of ``a`` and row ``j`` of ``b``,
+    whose rows lie one after another (flat: a block of references, as a shared-memory tile
+    holds them) (numbers already divided by their range, categories as codes, NaN where
+    missing), summed column by column: ``|x - y|`` for numbers, 0 or 1 for categories, 0 for
+    two missing values and 1 for one. Stops early, returning a partial sum, once it exceeds
+    ``cap``."""
+    columns = a.shape[1]
     total = 0.0
     d = 0
-    while d < a.shape[1] and total <= cap:
+    while d < columns and total <= cap:
         x = a[i, d]
-        y = b[j, d]
+        y = b[j * columns + d]
         if x != x or y != y:  # a missing value
             term = 0.0 if (x != x and y != y) else 1.0
         elif categorical[d]:
@@ -35,20 +40,17 @@ def mixed_distance(a, i, b, j, categorical, cap):
     return total
 
 
-def nearest_mixed_scan(references, first, last, categorical, queries, q, k, best_d, best_i):
-    """Merge the references ``first..last-1``, in index order, into query ``q``'s k best
-    ``(best_d, best_i)`` by (mixed distance, index); returns False once nothing further can
-    enter (the k-th distance is 0: a later reference, of a higher index, could only tie)."""
-    for j in range(first, last):
+def nearest_mixed_scan(block, rows, offset, categorical, queries, q, k, best_d, best_i):
+    """Merge the ``rows`` references of the flat ``block`` (the references ``offset``,
+    ``offset + 1``, ...), in index order, into query ``q``'s k best ``(best_d, best_i)`` by
+    (mixed distance, index); returns False once nothing further can enter (the k-th distance
+    is 0: a later reference, of a higher index, could only tie)."""
+    for j in range(rows):
         if best_d[k - 1] == 0.0:
             return False
         keep_best(best_d, best_i, k,
-                  mixed_distance(queries, q, references, j, categorical, best_d[k - 1]), j)
+                  mixed_distance(queries, q, block, j, categorical, best_d[k - 1]), offset + j)
     return best_d[k - 1] != 0.0
-
-
-# Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
-# numba's IR: as fast as the walk written out in one kernel) and on the GPU by
 
 
 SHARED = shared(mixed_distance, nearest_mixed_scan)
@@ -63,15 +65,16 @@ def nearest_mixed(references: np.ndarray, categorical: np.ndarray, queries: np.n
     """(n_queries, k) indices and mixed distances of each query's k nearest references,
     ordered by (distance, index): ``nearest_mixed_scan`` over the references block by block
     (in index order, so ties still go to the lower index), queries in parallel."""
+    references = np.ascontiguousarray(references, dtype=np.float64)
     with LOCK:
-        return _nearest_mixed(np.ascontiguousarray(references, dtype=np.float64),
+        return _nearest_mixed(references.ravel(), references.shape[0],
                               np.ascontiguousarray(categorical, dtype=np.bool_),
                               np.ascontiguousarray(queries, dtype=np.float64), k)
 
 
 @njit(cache=True, parallel=True)
-def _nearest_mixed(references, categorical, queries, k):
-    n, m = queries.shape[0], references.shape[0]
+def _nearest_mixed(references, m, categorical, queries, k):
+    n, columns = queries.shape
     indices = np.empty((n, k), np.int64)
     distances = np.empty((n, k))
     for item in prange(-(-n // _MIXED_QUERIES)):
@@ -80,12 +83,12 @@ def _nearest_mixed(references, categorical, queries, k):
         best_i = np.full((hi - lo, k), m, np.int64)
         open_ = np.ones(hi - lo, np.bool_)
         for first in range(0, m, _MIXED_REFERENCES):
-            last = min(first + _MIXED_REFERENCES, m)
+            rows = min(_MIXED_REFERENCES, m - first)
+            block = references[first * columns : (first + rows) * columns]
             for q in range(lo, hi):
                 if open_[q - lo]:
-                    open_[q - lo] = nearest_mixed_scan(references, first, last, categorical,
-                                                       queries, q, k, best_d[q - lo],
-                                                       best_i[q - lo])
+                    open_[q - lo] = nearest_mixed_scan(block, rows, first, categorical, queries,
+                                                       q, k, best_d[q - lo], best_i[q - lo])
         indices[lo:hi] = best_i
         distances[lo:hi] = best_d
     return indices, distances

@@ -1,14 +1,16 @@
 """Distance-rank walks: for each original, its local-cloaking count and hidden flag; for
-each avatar, its two smallest squared distances to the originals.
+each avatar, its two smallest squared distances to the originals; for each query, its nearest
+reference, or how many references match it within a Chebyshev radius.
 
 ``rank_visit`` is what one node adds to an original's count and flag, by the rules
 ``box_rule`` and ``pair_rule`` of ``reductions.py``. The GPU walks it per original
 (``rank_query``, one CUDA thread each); the CPU applies the same rules in one walk shared by a
 block of neighbouring originals, which scans each leaf, while in cache, from a fixed-width slot
 in vector code. ``two_nearest_query``: an avatar's two smallest squared distances to the
-originals, nearest box first (also each query's nearest reference: ``nearest_squared``). The
-CPU's rank walk compiles once per dimension up to ``SLOT_DIMENSIONS`` (its leaf slots are one
-array per dimension).
+originals, nearest box first, and the index of the nearest (also each query's nearest
+reference: ``nearest_reference``). ``count_within_query``: the references within a Chebyshev
+radius of a query, counted up to a limit (``count_within``). The CPU's rank walk compiles once
+per dimension up to ``SLOT_DIMENSIONS`` (its leaf slots are one array per dimension).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .tree import (
     STACK,
     KDTree,
     box_squared,
+    exact_sub,
     is_point,
     pair_squared,
     push_children,
@@ -62,18 +65,29 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
         cloaking, hidden = _ranks(*avatars.walk(), *slots, x_rows,
                                   own[avatars.order], _block_order(own.size, block),
                                   block)  # fmt: skip
-        first, second = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
+        first, second, _ = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
 
 
-def nearest_squared(queries: np.ndarray, references: np.ndarray) -> np.ndarray:
-    """Each query's smallest squared distance to the rows of ``references``
-    (``two_nearest_query``)."""
+def nearest_reference(queries: np.ndarray, references: np.ndarray):
+    """``(index, squared)``: each query's nearest row of ``references``, the lowest index
+    among equally near ones, and its squared distance (``two_nearest_query``)."""
     tree = KDTree.build(references)
     queries = np.ascontiguousarray(queries, dtype=np.float64)
     with LOCK:
-        first, _ = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
-    return first
+        first, _, nearest = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
+    return nearest, first
+
+
+def count_within(queries: np.ndarray, references: np.ndarray, radius: float, limit: int):
+    """Per query, how many rows of ``references`` lie within Chebyshev distance ``radius``
+    of it, counted up to ``limit`` (``count_within_query``)."""
+    tree = KDTree.build(references)
+    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    with LOCK:
+        return _count_within(tree.points, tree.start, tree.stop, tree.left, tree.right,
+                             tree.lower, tree.upper, queries, radius, limit,
+                             _block_order(queries.shape[0]))  # fmt: skip
 
 
 def _rank_block(n: int) -> int:
@@ -155,10 +169,13 @@ def rank_query(y, order, start, stop, left, right, lower, upper, low_index, x, o
 def two_nearest_query(
     x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
 ):
-    """The two smallest squared distances from ``y[p]`` to the points ``x`` stored in the
-    tree; nearest box first, a node skipped when its box is farther than the runner-up."""
+    """``(best, runner_up, nearest)``: the two smallest squared distances from ``y[p]`` to the
+    points ``x`` stored in the tree, and the caller index of the nearest, the lowest among
+    equally near ones. Nearest box first, a node skipped when its box is farther than the
+    runner-up (a point as near as the best, which may hold a lower index, is never skipped)."""
     best = np.inf
     runner_up = np.inf
+    nearest = order.size
     nodes[0] = 0
     bounds[0] = 0.0
     top = 1
@@ -167,23 +184,76 @@ def two_nearest_query(
         node = nodes[top]
         if bounds[top] > runner_up * (1 + MARGIN):
             continue
-        if left[node] < 0 or is_point(lower, upper, node):
+        point = is_point(lower, upper, node)
+        if left[node] < 0 or point:
             last = stop[node]
-            if is_point(lower, upper, node):  # duplicates: two of them say all
+            if point:  # duplicates: two of them say all, the lowest index for the nearest
                 last = min(last, start[node] + 2)
             for q in range(start[node], last):
                 d2 = pair_squared(y, p, x, q, runner_up)
-                if d2 < best:
+                index = low_index[node] if point else order[q]
+                if d2 < best or (d2 == best and index < nearest):
                     runner_up = best
                     best = d2
+                    nearest = index
                 elif d2 < runner_up:
                     runner_up = d2
             continue
         top = push_children(y, p, lower, upper, left, right, node, nodes, bounds, top)
-    return best, runner_up
+    return best, runner_up, nearest
 
 
-SHARED = shared(box_rule, others_in, pair_rule, rank_visit, rank_query, two_nearest_query)
+def box_within(q, i, lower, upper, node, radius):
+    """(beyond, within) for ``q[i]`` and a node's box: some coordinate of every point in the
+    box differs by more than ``radius`` from the query's, or no coordinate of any point does.
+    Exact, without a margin: a difference rounds monotonically, so no point's difference
+    passes its box's; a NaN box is neither."""
+    beyond = False
+    within = True
+    for d in range(q.shape[1]):
+        v = q[i, d]
+        beyond |= (lower[node, d] - v > radius) | (v - upper[node, d] > radius)
+        within &= (v - lower[node, d] <= radius) & (upper[node, d] - v <= radius)
+    return beyond, within
+
+
+def pair_within(a, i, b, j, radius):
+    """Whether no coordinate of ``b[j]`` differs by more than ``radius`` from ``a[i]``'s
+    (Chebyshev distance at most ``radius``; a NaN difference is never within)."""
+    for d in range(a.shape[1]):
+        if not abs(exact_sub(a[i, d], b[j, d])) <= radius:
+            return False
+    return True
+
+
+def count_within_query(points, start, stop, left, right, lower, upper, q, i, radius, limit,
+                       stack):  # fmt: skip
+    """How many points stored in the tree lie within Chebyshev distance ``radius`` of
+    ``q[i]`` (``pair_within``), counted up to ``limit``: the walk stops there. A node whose
+    box is beyond is skipped, one whose box is within counted whole."""
+    count = 0
+    stack[0] = 0
+    top = 1
+    while top and count < limit:
+        top -= 1
+        node = stack[top]
+        beyond, within = box_within(q, i, lower, upper, node, radius)
+        if beyond:
+            continue
+        if within:
+            count += stop[node] - start[node]
+        elif left[node] < 0:
+            for j in range(start[node], stop[node]):
+                count += pair_within(q, i, points, j, radius)
+        else:
+            stack[top] = left[node]
+            stack[top + 1] = right[node]
+            top += 2
+    return min(count, limit)
+
+
+SHARED = shared(box_rule, others_in, pair_rule, rank_visit, rank_query, two_nearest_query,
+                box_within, pair_within, count_within_query)  # fmt: skip
 
 
 # -------------------------------------------------------------------------- CPU drivers
@@ -283,11 +353,26 @@ def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y,
     n = y.shape[0]
     first = np.empty(n)
     second = np.empty(n)
+    nearest = np.empty(n, np.int64)
     for item in prange(blocks.size):
         nodes = np.empty(STACK, np.int64)
         bounds = np.empty(STACK)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
-            first[p], second[p] = two_nearest_query(
+            first[p], second[p], nearest[p] = two_nearest_query(
                 x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
             )
-    return first, second
+    return first, second, nearest
+
+
+@njit(cache=True, parallel=True)
+def _count_within(points, start, stop, left, right, lower, upper, queries, radius, limit,
+                  blocks):  # fmt: skip
+    """``count_within_query`` for every query row p."""
+    n = queries.shape[0]
+    counts = np.empty(n, np.int64)
+    for item in prange(blocks.size):
+        stack = np.empty(STACK, np.int64)
+        for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
+            counts[p] = count_within_query(points, start, stop, left, right, lower, upper,
+                                           queries, p, radius, limit, stack)  # fmt: skip
+    return counts

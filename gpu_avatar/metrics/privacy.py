@@ -34,10 +34,10 @@ metrics.md; the last five are this project's, in the reference product's spirit)
   +/- 5 % of the column's original mean); ``100 * (1 - round(n2 * (1 - hidden_rate / 100)) / n)``.
 - ``inference_continuous`` / ``inference_categorical``: an attacker knowing
   ``known_variables`` links each original to the closest avatar on them (FAMD of those
-  variables) and reads ``target``. Continuous: mean absolute error of that guess divided by the
-  error of guessing the avatars' median (1 = the link teaches nothing). Categorical: accuracy
-  of the guess; the accuracy of guessing the avatars' most frequent value is in
-  ``inference_baseline``.
+  variables; the lowest index among equally close ones) and reads ``target``. Continuous:
+  mean absolute error of that guess divided by the error of guessing the avatars' median
+  (1 = the link teaches nothing). Categorical: accuracy of the guess; the accuracy of guessing
+  the avatars' most frequent value is in ``inference_baseline``.
 - ``exact_copies`` (not in metrics.md): the number of avatars identical to an original row, as
   for ``row_direct_match_protection``; ``exact_copies_shared`` counts them by how many originals
   hold the copied row (``{1: 3, 2: 16}``: 3 avatars copy a row held by one original, 16 a row
@@ -62,7 +62,11 @@ from ..backend import Backend, ensure_fits, resolve_backend, to_pandas
 from ..encoding import CATEGORICAL, TableEncoder
 from ..encoding.kinds import EXCLUDED
 from ..errors import AvatarError
-from ..neighbours.search import nearest_neighbours, nearest_reference_distances
+from ..neighbours.search import (
+    nearest_neighbours,
+    nearest_reference,
+    nearest_reference_distances,
+)
 from ..parameters import (
     METRIC_NCP,
     MetricOptions,
@@ -219,15 +223,13 @@ def _correlation_protection_rate(
     hidden_rate: float,
     backend: Backend,
 ) -> float:
-    from scipy.spatial import cKDTree
-
     n = len(original)
     unique_rows = np.flatnonzero(matches.unique_rows(original, variables, backend))
     points_o, points_a = _matching_space(original, avatars, variables, encoder)
-    found = cKDTree(points_a).query_ball_point(
-        points_o[unique_rows], r=1.0, p=np.inf, return_length=True, workers=-1
-    )
-    n2 = int((np.asarray(found) == 1).sum())
+    # the avatars within 1 on every variable, counted up to 2: only "exactly one" matters
+    found = backend.kernels.count_within(backend, backend.asarray(points_o[unique_rows]),
+                                         backend.asarray(points_a), 1.0, 2)  # fmt: skip
+    n2 = int((found == 1).sum())
     return 100.0 * (1.0 - round(n2 * (1.0 - hidden_rate / 100.0)) / n)
 
 
@@ -242,13 +244,11 @@ def _inference(
     backend: Backend,
 ) -> tuple[str, float, float]:
     """(kind of target, attack value, marginal-guess baseline); see the module docstring."""
-    from scipy.spatial import cKDTree
-
     known_types = {c: k for c, k in (types or {}).items() if c in known}
     x, (y,), _ = metric_coordinates(
         original[known], [avatars[known]], len(known) * 1000, known_types, imputation, backend
     )
-    _, closest = cKDTree(backend.to_numpy(y)).query(backend.to_numpy(x), k=1, workers=-1)
+    closest, _ = nearest_reference(x, y, backend)
     truth, guessed_from = original[target], avatars[target]
     observed = truth.notna().to_numpy()
     if encoder.specs_[target].kind == CATEGORICAL:

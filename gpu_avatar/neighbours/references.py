@@ -4,8 +4,8 @@ What the attacks need (``metrics/attacks/``): each attacked individual's closest
 rows. The distance: numbers divided by their range, ``|x - y|``; categories 0 when equal, 1
 otherwise; 0 for two missing values, 1 for one. One scan, written once (``kernels/mixed.py``),
 run by the backend's kernels on the CPU (numba, references in cache-sized blocks, queries in
-parallel) and on the GPU (numba-cuda, one thread per query):
-every reference is measured in index order, so neighbours are ordered by (distance, index),
+parallel) and on the GPU (numba-cuda, reference tiles in shared memory, several queries per
+thread): every reference is measured in index order, so neighbours are ordered by (distance, index),
 ties going to the lower index; a pair's sum stops once it exceeds the current k-th distance,
 and a query stops once that distance is 0. Exact, no index to approximate.
 """

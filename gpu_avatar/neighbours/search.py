@@ -81,14 +81,20 @@ def _auto_engine(backend: Backend, n: int, k: int) -> str:
     return "kdtree"
 
 
-def nearest_reference_distances(queries, references, backend: Backend = CPU) -> np.ndarray:
-    """Exact distance (this module's arithmetic) of each query row to its nearest row of
-    ``references``, as a numpy array: the compiled k-d tree walk of the backend's kernels."""
-    xp = backend.xp
-    queries = xp.ascontiguousarray(backend.asarray(queries, dtype=np.float64))
+def nearest_reference(queries, references, backend: Backend = CPU):
+    """``(index, distance)`` numpy arrays: each query row's nearest row of ``references``, the
+    lowest index among equally near ones, and the exact distance (this module's arithmetic):
+    the compiled k-d tree walk of the backend's kernels."""
+    queries = backend.asarray(queries, dtype=np.float64)
     references = backend.asarray(references, dtype=np.float64)
-    squared = backend.kernels.nearest_squared(backend, queries, references)
-    return backend.to_numpy(xp.sqrt(squared))
+    index, squared = backend.kernels.nearest_reference(backend, queries, references)
+    return backend.to_numpy(index), backend.to_numpy(backend.xp.sqrt(squared))
+
+
+def nearest_reference_distances(queries, references, backend: Backend = CPU) -> np.ndarray:
+    """Exact distance of each query row to its nearest row of ``references``, as a numpy
+    array (``nearest_reference``)."""
+    return nearest_reference(queries, references, backend)[1]
 
 
 # ------------------------------------------------------------------ candidate proposers

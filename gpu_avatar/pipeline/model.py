@@ -19,6 +19,7 @@ from ..backend.memory import ensure_fits
 from ..encoding import EncodedTable, TableEncoder
 from ..errors import AvatarError
 from ..neighbours import nearest_neighbours
+from ..neighbours.search import nearest_reference
 from ..parameters import AvatarParameters
 from ..progress import Steps
 from ..projection.projection import Projection, expand_variable_weights, projection_kind
@@ -125,8 +126,6 @@ def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, 
                            backend.to_numpy(avatars.categorical), avatars.n_modalities)
     nearest = None
     if needs_nearest_original(types):
-        from ..neighbours.search import nearest_reference  # TEMPORARY
-
         projected = model.projection.transform(avatars, model.parameters.ncp)
         nearest, _ = nearest_reference(projected, coordinates, backend)
     apart = {**(identifiers or {}), **excluded_values(types, df, nearest)}

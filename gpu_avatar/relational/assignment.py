@@ -2,7 +2,8 @@
 
 - ``round_preserving_sum``: avatarized children counts -> non-negative integers with the exact
   total (largest remainder, ties to the lower index).
-- ``assign_minimum_distance``: each child to its nearest parent.
+- ``assign_minimum_distance``: each child to its nearest parent (the lowest index among
+  equally near ones).
 - ``assign_linear_sum``: parents repeated by their counts ("slots"), then the assignment of
   slots to children that minimises the total Euclidean distance. Exact up to ``block_size``
   children (``default_block_size``); above, both sides are split jointly by recursive median
@@ -28,7 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import CPU, Backend
 from ..errors import AvatarError
+from ..neighbours.search import nearest_reference
 
 DEFAULT_BLOCK_SIZE = 2000  # within ~3 % of the optimum at n = 4000 (see tests)
 # From this many children per parent on, the transportation solver beats the dense one (on
@@ -83,12 +86,12 @@ def round_preserving_sum(values: np.ndarray, total: int) -> np.ndarray:
     return counts
 
 
-def assign_minimum_distance(children: np.ndarray, parents: np.ndarray) -> Assignment:
-    """Nearest parent of each child (Euclidean)."""
-    from scipy.spatial import cKDTree
-
-    distances, nearest = cKDTree(parents).query(children, k=1, workers=-1)
-    return Assignment(parent=np.asarray(nearest, dtype=np.int64), total_cost=float(distances.sum()))
+def assign_minimum_distance(children: np.ndarray, parents: np.ndarray,
+                            backend: Backend = CPU) -> Assignment:
+    """Nearest parent of each child (Euclidean, exact: ``nearest_reference``; ties to the
+    lowest parent index)."""
+    nearest, distances = nearest_reference(children, parents, backend)
+    return Assignment(parent=nearest, total_cost=float(distances.sum()))
 
 
 def _solve_block(slot_points: np.ndarray, child_points: np.ndarray) -> tuple[np.ndarray, float]:

@@ -200,7 +200,7 @@ def _relink(
         linked = avatars.iloc[np.flatnonzero(present)]
         parents, children = _shared_coordinates(db, link, parent_avatars, linked, backend)
         if link.method == "minimum_distance":
-            assignment = assign_minimum_distance(children, parents)
+            assignment = assign_minimum_distance(children, parents, backend)
         else:
             counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), len(linked))
             assignment = assign_linear_sum(children, parents, counts, block_size=block_size)

@@ -33,11 +33,14 @@ i2, i1, b1 = nt.int64[:, ::1], nt.int64[::1], nt.boolean[::1]
 tree = (f2, i1, i1, i1, i1, i1, f2, f2, i1)  # points, order, nodes, boxes, lowest indices
 kernels = {
     "rank": (ck._rank_kernel, tree + (f2, f1, i1, b1)),
-    "two nearest": (ck._two_nearest_kernel, tree + (f2, f1, f1)),
+    "two nearest": (ck._two_nearest_kernel, tree + (f2, f1, f1, i1)),
+    "count within": (ck._count_within_kernel, (f2, i1, i1, i1, i1, f2, f2, f2, nt.float64,
+                                               nt.int64, i1)),
 }
 for capacity in ck.K_CAPACITIES:
     kernels[f"knn {capacity}"] = (ck._knn_kernel(capacity), tree + (i1, nt.int64, i2, f2))
-    kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity), (f2, b1, f2, nt.int64, i2, f2))
+    kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity, ck.MIXED_TILE_VALUES),
+                                    (f1, nt.int64, b1, f2) + (nt.int64,) * 4 + (i2, f2))
 kernels["verify"] = (ck._verify_kernel, (f2, i2, nt.int64, i2, f2))
 kernels["synthesis"] = (ck._synthesis_kernel, (f2, i2, i2, f2, f2, f2, i2))
 report = {}
@@ -81,7 +84,7 @@ def compiled() -> dict:
 
 
 def test_every_kernel_compiles_for_sm_90_without_spills(compiled):
-    assert set(compiled) == {"rank", "two nearest", "verify", "synthesis"} | {
+    assert set(compiled) == {"rank", "two nearest", "count within", "verify", "synthesis"} | {
         f"{kind} {capacity}" for kind in ("knn", "mixed") for capacity in (16, 32, 64, 128)}
     for name, kernel in compiled.items():
         assert kernel["sm_90"], name
@@ -101,8 +104,9 @@ def test_the_memory_estimate_covers_every_kernels_local_memory(compiled):
 def test_pair_distances_use_round_to_nearest_operations(compiled):
     """``exact_sub``/``exact_mul``/``exact_add`` become ``add.rn``/``mul.rn``: PTX that the
     assembler may not fuse, so the device computes every pair as the CPU does (the mixed-type
-    distance has no multiplication)."""
+    distance has no multiplication; the Chebyshev count only differences)."""
     for name, kernel in compiled.items():
-        multiplies = 0 if name.startswith("mixed") else 1
+        multiplies, adds = ((0, 1) if name == "count within" else
+                            (0, 2) if name.startswith("mixed") else (1, 2))  # fmt: skip
         assert kernel["exact_multiplies"] >= multiplies, (name, kernel)
-        assert kernel["exact_adds"] >= 2, (name, kernel)
+        assert kernel["exact_adds"] >= adds, (name, kernel)

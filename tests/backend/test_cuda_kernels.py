@@ -14,7 +14,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from gpu_avatar.kernels import knn, ranks, tree
+from gpu_avatar.kernels import knn, mixed, ranks, tree
 from gpu_avatar.neighbours.distances import pairwise_squared, rowwise_squared
 
 cuda_kernels = pytest.importorskip("gpu_avatar.kernels.cuda")
@@ -118,13 +118,69 @@ def test_synthesis_kernel_equals_the_cpu_pass(gpu, n_codes):
         np.testing.assert_array_equal(gpu.to_numpy(value), reference)
 
 
+@pytest.mark.parametrize("leaf_size", [tree.LEAF_SIZE, 1])
 @pytest.mark.parametrize("name", POINT_SETS)
-def test_nearest_squared_kernel_equals_the_cpu_walk(gpu, name):
-    """Each query's nearest reference (queries and references of different sizes)."""
+def test_nearest_reference_kernel_equals_the_cpu_walk(gpu, name, leaf_size):
+    """Each query's nearest reference, the lowest index among equally near ones (queries and
+    references of different sizes)."""
     references = _points(name)
-    queries = _points(name, 96)[::-1] + 0.25
-    expected = ranks.nearest_squared(queries, references)
-    got = cuda_kernels.nearest_squared(gpu, gpu.asarray(np.ascontiguousarray(queries)),
-                                       gpu.asarray(references))  # fmt: skip
-    np.testing.assert_array_equal(gpu.to_numpy(got), expected)
-    np.testing.assert_array_equal(expected, pairwise_squared(queries, references, np).min(axis=1))
+    queries = np.vstack([_points(name, 96)[::-1] + 0.25, references[::20]])
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+        expected = ranks.nearest_reference(queries, references)
+        got = cuda_kernels.nearest_reference(gpu, gpu.asarray(queries), gpu.asarray(references))
+    for value, reference in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference)
+    squared = pairwise_squared(queries, references, np)
+    np.testing.assert_array_equal(expected[0], squared.argmin(axis=1))
+    np.testing.assert_array_equal(expected[1], squared.min(axis=1))
+
+
+@pytest.mark.parametrize("limit", [2, 1000])
+@pytest.mark.parametrize("leaf_size", [tree.LEAF_SIZE, 1])
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_count_within_kernel_equals_the_cpu_walk(gpu, name, leaf_size, limit):
+    """The references within a Chebyshev radius, counted up to a limit: radii at which the
+    integer points tie exactly, a missing coordinate on each side."""
+    references = _points(name)
+    queries = _points(name, 96)[::-1] + 0.5
+    references[3, 0], queries[5, 1] = np.nan, np.nan
+    for radius in (0.5, 1.5):
+        with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+            expected = ranks.count_within(queries, references, radius, limit)
+            got = cuda_kernels.count_within(gpu, gpu.asarray(queries), gpu.asarray(references),
+                                            radius, limit)  # fmt: skip
+        np.testing.assert_array_equal(gpu.to_numpy(got), expected)
+
+def _mixed_data(columns: int, n_queries: int, n_references: int):
+    """Numbers and category codes of three values (exact ties at every distance, many at 0),
+    missing values on both sides, and every fifth query far from every reference (its k-th
+    distance never reaches 0, so its block scans every tile)."""
+    rng = np.random.default_rng(columns)
+    categorical = np.arange(columns) % 2 == 1
+    references = rng.integers(0, 3, size=(n_references, columns)) / 2
+    queries = rng.integers(0, 3, size=(n_queries, columns)) / 2
+    for table in (references, queries):
+        table[rng.random(table.shape) < 0.1] = np.nan
+    queries[::5, ~categorical] += 10.0
+    return references, categorical, queries
+
+
+@pytest.mark.parametrize("k", [1, 5, 17])
+@pytest.mark.parametrize(("columns", "tile_values"), [
+    (3, 12),  # tiles of 4 rows: 30 references are 7 tiles and 2 rows
+    (5, 2048),  # one partial tile
+    (3, 2),  # rows wider than a tile: read from device memory
+    (0, 12),  # no column: every distance 0
+])  # fmt: skip
+def test_mixed_kernel_equals_the_cpu_scan(gpu, columns, tile_values, k):
+    """Blocks of 4 threads, a device said to hold 2 threads (so each thread takes as many
+    queries as its local memory holds: 8 for k <= 16, 4 for k = 17) and launches of one block:
+    53 queries fill neither a thread's slots nor a block, over several launches."""
+    references, categorical, queries = _mixed_data(columns, 53, 30)
+    expected = mixed.nearest_mixed(references, categorical, queries, k)
+    with mock.patch.multiple(cuda_kernels, THREADS=4, MIXED_TILE_VALUES=tile_values,
+                             MIXED_CHUNK_PAIRS=0, resident_threads=lambda backend: 2):
+        got = cuda_kernels.nearest_mixed(gpu, gpu.asarray(references), categorical,
+                                         gpu.asarray(queries), k)  # fmt: skip
+    for value, reference in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(gpu.to_numpy(value), reference)

@@ -15,6 +15,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 from gpu_avatar import AvatarError
+from gpu_avatar.backend import CPU
 from gpu_avatar.relational import assignment
 from gpu_avatar.relational.assignment import (
     DEFAULT_BLOCK_SIZE,
@@ -93,6 +94,20 @@ def test_minimum_distance_gives_each_child_its_nearest_parent():
     distances = cdist(children, parents)
     np.testing.assert_array_equal(result.parent, distances.argmin(axis=1))
     assert result.total_cost == pytest.approx(distances.min(axis=1).sum())
+
+
+def test_minimum_distance_ties_go_to_the_lowest_parent_on_both_backends(gpu):
+    """Parents on a grid (duplicates, children halfway between two): each child takes the
+    lowest-index parent among the nearest, on the CPU and on the GPU alike."""
+    rng = np.random.default_rng(1)
+    parents = rng.integers(0, 3, size=(60, 2)).astype(float)
+    children = rng.integers(0, 5, size=(200, 2)) / 2.0
+    expected = cdist(children, parents).argmin(axis=1)  # the first of the minima
+    assert (np.sort(cdist(children, parents), axis=1)[:, 1]
+            == cdist(children, parents).min(axis=1)).all()  # every child has a tie
+    for backend in (CPU, gpu):
+        result = assign_minimum_distance(children, parents, backend)
+        np.testing.assert_array_equal(result.parent, expected)
 
 
 # ------------------------------------------------------------------ linear sum assignment
