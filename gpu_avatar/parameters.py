@@ -28,6 +28,7 @@ KINDS = ("continuous", "categorical", "identifier", "excluded", "dropped")
 DATETIME = "datetime"  # declared as "datetime" or "datetime:FORMAT": a continuous column of dates
 PSEUDONYM = "pseudonym"  # declared "pseudonym[:STRATEGY[:OPTIONS]]": an identifier's strategy
 REATTACH_METHODS = ("row_order", "coordinate_similarity")  # how an excluded column comes back
+KIND_HEADS = (*KINDS, DATETIME, PSEUDONYM)  # what a declaration starts with, before any ":"
 KIND_MEANINGS = {  # what ``types`` may declare (the column plan), and what each does
     "continuous": "numbers, or text that reads as numbers: standardised",
     "categorical": "modalities: one indicator per modality",
@@ -174,7 +175,8 @@ def _declaration(declared: Any, where: str) -> str:
         except AvatarError as error:
             raise type(error)(f"{where}: {error}") from None
         return "identifier" if text == PSEUDONYM else text
-    raise AvatarError(f"{where}={declared!r} is not a kind; the kinds: {kinds_listed()}")
+    shown = declared if head is None else head + (":..." if tail else "")  # no option: a key?
+    raise AvatarError(f"{where}={shown!r} is not a kind; the kinds: {kinds_listed()}")
 
 
 def check_column_weights(weights: Any) -> dict[Any, float]:

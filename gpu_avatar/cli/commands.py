@@ -64,6 +64,7 @@ from ..parameters import (
     CATEGORICAL_RULES,
     ENGINES,
     IMPUTATIONS,
+    KIND_HEADS,
     METRIC_ENGINES,
     ZERO_DISTANCE_RULES,
     AvatarParameters,
@@ -125,10 +126,19 @@ def _numbers(specs: Sequence[Sequence[str]] | None, option: str, value_name: str
 
 
 def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
+    """``--types COLUMN=KIND`` items; a KIND may hold ``=`` (``pseudonym:hmac:key_env=K``), so
+    an item splits at the first ``=`` a kind follows. An error names the column only: the
+    item could hold a key given by mistake."""
     types: dict[str, str] = {}
-    for spec, column, kind in _pairs(specs, "--types", "KIND"):
+    for spec in (item for group in specs or [] for item in group):
+        splits = [i for i, c in enumerate(spec) if c == "=" and i > 0]
+        at = next((i for i in splits if spec[i + 1:].partition(":")[0] in KIND_HEADS),
+                  splits[-1] if splits else None)
+        if at is None:
+            raise UsageError(f"--types expects COLUMN=KIND, got {spec!r}")
+        column, kind = spec[:at], spec[at + 1:]
         try:
-            types.update(check_types({column: kind}, f"--types {spec}: types"))
+            types.update(check_types({column: kind}, f"--types {column}: types"))
         except AvatarError as error:
             raise UsageError(str(error)) from None
     return types
