@@ -464,7 +464,8 @@ class DatabaseRun:
             keys = np.empty(len(avatars), dtype=fresh.dtype)  # not object: no boxed integers
             keys[release_order] = fresh
         output = {}
-        for column in table.columns:
+        columns = self.db.released_columns(name)
+        for column in columns:
             if column == primary_key:
                 values = pd.Series(keys)
             elif (name, column) in self.pseudonymizers:
@@ -489,7 +490,7 @@ class DatabaseRun:
                 if column in parent_of_key else (name, column)
             fits = key not in self.pseudonymizers or same_values_kind(dtype, values.dtype)
             output[column] = values.astype(dtype) if fits else values
-        return pd.DataFrame(output, columns=table.columns), keys
+        return pd.DataFrame(output, columns=columns), keys
 
     def parent_avatars(
         self, name: str, avatars: pd.DataFrame, keys: np.ndarray, release_order: np.ndarray

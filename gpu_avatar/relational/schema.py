@@ -308,9 +308,18 @@ class Database:
         return [link.foreign_key for link in self.parents_of(table)]
 
     def variables(self, table: str) -> list[Any]:
-        """Columns that are neither the primary key nor a foreign key."""
+        """Columns that are neither the primary key nor a foreign key, nor dropped from the
+        release (``types``)."""
         keys = {self.tables[table].primary_key, *self.foreign_keys(table)}
-        return [c for c in self.tables[table].data.columns if c not in keys]
+        types = self.tables[table].types
+        return [c for c in self.tables[table].data.columns
+                if c not in keys and column_kind(types.get(c)) != "dropped"]
+
+    def released_columns(self, table: str) -> list[Any]:
+        """The columns of the table's avatars: all but the dropped ones."""
+        types = self.tables[table].types
+        return [c for c in self.tables[table].data.columns
+                if column_kind(types.get(c)) != "dropped"]
 
     def topological_order(self) -> list[str]:
         """Tables with parents after their parents (declaration order among equals)."""

@@ -117,3 +117,23 @@ entities:
     assert labs["patient_code"].isin(patients["code"]).all()  # they still join
     for path in (tmp_path / "out").iterdir():
         assert KEY.encode() not in path.read_bytes()
+
+
+def test_a_database_table_drops_and_reattaches_its_columns(tables, tmp_path):
+    patient = tables["patient"].assign(
+        note=[f"note {i}" for i in range(len(tables["patient"]))],
+        site=np.random.default_rng(1).choice(["A", "B", "C"], len(tables["patient"])))
+    db = ga.Database()
+    db.add_table("patient", patient, primary_key="p_id",
+                 types={"code": "identifier", "note": "dropped",
+                        "site": "excluded:coordinate_similarity"})
+    db.add_table("visit", tables["visit"].drop(columns="doctor_id"), primary_key="visit_id")
+    db.add_link("patient", "p_id", "visit", "patient_id")
+    result = ga.avatarize_database(db, k=5, seed=0)
+    released = result.tables["patient"]
+    assert "note" not in released.columns and set(released["site"]) <= {"A", "B", "C"}
+    assert result.tables["visit"]["patient_id"].isin(released["p_id"]).all()
+    scenarios = result.privacy_metrics()  # the metrics run without the dropped column
+    assert scenarios is not None
+    ga.write_report(result, tmp_path / "report.html")
+    assert (tmp_path / "report.html").stat().st_size > 0
