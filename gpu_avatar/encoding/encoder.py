@@ -426,7 +426,9 @@ class TableEncoder:
             else:
                 if apart is None or name not in apart:
                     raise AvatarError(f"internal: no values given for column {name!r}")
-                out[name] = pd.Series(apart[name]).astype(spec.dtype)
+                values = pd.Series(apart[name])  # text pseudonyms of numbers stay text
+                fits = same_values_kind(spec.dtype, values.dtype)
+                out[name] = values.astype(spec.dtype) if fits else values
             out[name].index = index if index is not None else pd.RangeIndex(n)
         return pd.DataFrame(out, columns=self.released_columns_)
 

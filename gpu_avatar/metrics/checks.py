@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..backend import Backend
 from ..encoding import validate_table
-from ..encoding.kinds import DROPPED, is_text
+from ..encoding.kinds import DROPPED, IDENTIFIER, is_text
 from ..errors import AvatarError, AvatarTypeError, FixableError
 from ..neighbours.distances import rowwise_squared
 from ..parameters import column_kind
@@ -48,10 +48,11 @@ def _compatible(original: pd.Series, other: pd.Series) -> bool:
     return is_text(original.dtype) and is_text(other.dtype)
 
 
-def released_part(types: Mapping[Any, str], *tables: pd.DataFrame) -> list[Any]:
-    """The plan (checked ``types``) and each of ``tables`` (original rows) without the
-    columns it drops from the release: the avatars have none of them to compare."""
-    dropped = {c for c in types if column_kind(types[c]) == DROPPED}
+def released_part(types: Mapping[Any, str], *tables: Any) -> list[Any]:
+    """The plan (checked ``types``) and each of ``tables`` without the columns no metric
+    compares: those it drops from the release (the avatars have none) and the identifiers
+    (fresh values or pseudonyms, of another dtype than the originals' maybe)."""
+    dropped = {c for c in types if column_kind(types[c]) in (DROPPED, IDENTIFIER)}
     kept = {c: kind for c, kind in types.items() if c not in dropped}
     return [kept, *(table.drop(columns=[c for c in table.columns if c in dropped])
                     if isinstance(table, pd.DataFrame) else table for table in tables)]

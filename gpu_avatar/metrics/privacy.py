@@ -320,13 +320,15 @@ def privacy_metrics(
     options = metric_options(options, **settings).with_defaults(ncp=METRIC_NCP,
                                                                  check_alignment=True)
     held = [] if holdout is None else [to_pandas(holdout)]
-    types, original, *held = released_part(check_types(types), to_pandas(original), *held)
-    avatars = check_same_table(
-        original, to_pandas(unshuffled_avatars), "unshuffled_avatars", same_rows=True
-    )
+    types, original = check_types(types), to_pandas(original)
+    if isinstance(original, pd.DataFrame):  # else refused by check_same_table, naming it
+        check_metric_columns(original, options, types)
+    types, original, avatars, *held = released_part(
+        types, original, to_pandas(unshuffled_avatars), *held)
+    avatars = check_same_table(original, avatars, "unshuffled_avatars", same_rows=True)
     others = [avatars, *(check_same_table(original, h, "holdout", same_rows=False)
                          for h in held)]
-    known, targets, chr_variables = check_metric_columns(original, options, types)
+    known, targets, chr_variables = check_metric_columns(original, options, types)  # the rest
     ncp, imputation = options.ncp, options.imputation
     backend = resolve_backend(backend)
     # per row: both coordinate sets with their chunks (4 ncp), the two trees' copies and the

@@ -124,8 +124,7 @@ def signal_metrics(
     check_integer("bins", bins, 1)
     types = check_types(types)
     backend = resolve_backend(backend)
-    types, original = released_part(types, to_pandas(original))
-    avatars = to_pandas(avatars)
+    types, original, avatars = released_part(types, to_pandas(original), to_pandas(avatars))
     avatars = check_same_table(original, avatars, "avatars", same_rows=False)
     encoder = TableEncoder(types, missing_indicators=False).fit(original)
     per_variable, continuous_o, continuous_a = {}, {}, {}

@@ -359,12 +359,13 @@ class Database:
                 raise AvatarError(
                     f"table {name!r}: {foreign} are foreign keys, which take their parent's "
                     "key: give the parent's primary key the pseudonyms (or the entity) instead")
-            rebuilt = pseudonymized
+            rebuilt = pseudonymized + [c for c, kind in table.types.items()
+                                       if column_kind(kind) == "excluded"]
             if name in series and rebuilt:
                 raise AvatarError(
                     f"table {name!r} holds time series rebuilt for the avatars: its rows are "
-                    f"no original's, so {rebuilt} cannot carry pseudonyms of original values; "
-                    "declare them 'identifier' (fresh values)")
+                    f"no original's, so {rebuilt} can carry neither pseudonyms nor values of "
+                    "original rows; declare them 'identifier' (fresh values) or 'dropped'")
             if name in series and len(self.parents_of(name)) + len(self.children_of(name)) > 1:
                 raise AvatarError(
                     f"a time-series table ({name!r}) has one parent and no child; link the "

@@ -121,11 +121,17 @@ def metric_values(metrics: Any) -> dict[str, float | None]:
     return out
 
 
-def write_part(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
-    """Write ``frame`` with the input's schema, atomically (``outputs.atomic_path``)."""
+def write_part(frame: pd.DataFrame, schema: pa.Schema, path: Path,
+               pseudonymized: tuple = ()) -> None:
+    """Write ``frame`` with the input's schema, atomically (``outputs.atomic_path``): the
+    fields of its columns (dropped ones left out), a ``pseudonymized`` column's as its
+    pseudonyms are (integers, or text)."""
     pa, pq, _ = _pyarrow()
-    output_schema = pa.schema(list(schema))  # fields only: pandas metadata is regenerated
-    table = pa.Table.from_pandas(frame, schema=output_schema, preserve_index=False)
+    fields = [pa.field(f.name, pa.int64() if frame[f.name].dtype.kind in "iu" or str(
+                  frame[f.name].dtype) == "Int64" else pa.string())
+              if f.name in pseudonymized else f
+              for f in schema if f.name in frame.columns]  # fields only: no pandas metadata
+    table = pa.Table.from_pandas(frame, schema=pa.schema(fields), preserve_index=False)
     with atomic_path(path, alone=True) as temporary:
         pq.write_table(table, temporary)
 
@@ -157,7 +163,8 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     del frame
     tick = time.perf_counter()
     released = avatars.iloc[released_order].reset_index(drop=True)
-    write_part(released, context.source.schema, Path(context.destination) / part_name(task.batch))
+    write_part(released, context.source.schema, Path(context.destination) / part_name(task.batch),
+               tuple(context.apart.pseudonymizers))
     timings["write"] = time.perf_counter() - tick
     return {
         "batch": task.batch,

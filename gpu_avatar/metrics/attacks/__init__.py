@@ -112,8 +112,10 @@ def attack_metrics(
     queries and the baselines.
     """
     types = check_types(types)
-    types, original, holdout = released_part(types, to_pandas(original), to_pandas(holdout))
-    avatars = check_same_table(original, to_pandas(avatars), "avatars", same_rows=False)
+    given = to_pandas(original)  # its names: a column the attacks leave out is named so
+    types, original, avatars, holdout = released_part(
+        types, given, to_pandas(avatars), to_pandas(holdout))
+    avatars = check_same_table(original, avatars, "avatars", same_rows=False)
     holdout = check_same_table(original, holdout, "holdout", same_rows=False)
     if types:
         check_variables(original, list(types), "types")
@@ -123,11 +125,11 @@ def attack_metrics(
             f"the attacks need at least 2 variables (an attacker knows some and guesses "
             f"others), got {variables}"
         )
-    secret_names = check_variables(original, secrets, "secrets") or variables
+    secret_names = check_variables(given, secrets, "secrets") or variables
     identifiers = [name for name in secret_names if name not in variables]
     if identifiers:
         raise AvatarError(f"secrets cannot be identifier column(s): {identifiers}")
-    halves = _linkability_halves(original, variables, linkability_columns)
+    halves = _linkability_halves(given, variables, linkability_columns)
     modes = [singling_out_modes] if isinstance(singling_out_modes, str) else list(
         singling_out_modes)
     for mode in modes:
