@@ -47,9 +47,9 @@ from .parameters import (
     metric_options,
     seed_sequence,
 )
-from .pipeline.model import check_device_memory, fit_model
+from .pipeline.model import check_device_memory, fit_model, synthesize_avatars
 from .progress import ProgressLike, Steps
-from .synthesis import shuffle_order, synthesize
+from .synthesis import shuffle_order
 
 
 @dataclass
@@ -193,13 +193,10 @@ def advise(
     first = backend.xp.ascontiguousarray  # the k nearest: the first k of the k_max nearest
     for k in ks:
         steps.start(f"k = {k}")
-        continuous, codes = synthesize(
-            encoded.continuous, encoded.categorical, encoded.n_modalities, first(indices[:, :k]),
-            first(distances[:, :k]), np.random.SeedSequence(sequence.entropy), backend,
-            run.categorical, run.zero_distance,
-        )
-        avatars = model.encoder.decode(backend.to_numpy(continuous), backend.to_numpy(codes),
-                                       identifiers, index=frame.index)
+        continuous, codes = synthesize_avatars(
+            model, encoded, first(indices[:, :k]), first(distances[:, :k]),
+            np.random.SeedSequence(sequence.entropy))
+        avatars = model.encoder.decode(continuous, codes, identifiers, index=frame.index)
         privacy = privacy_metrics(  # as result.privacy_metrics() measures
             frame, avatars, options.with_defaults(ncp=run.ncp, check_alignment=False),
             holdout=holdout, types=dict(run.types), backend=backend)

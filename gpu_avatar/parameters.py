@@ -51,7 +51,7 @@ ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by 
 METRIC_NCP = 5  # axes of the metric projection when no run says (metrics.md, 1)
 ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "zero_distance",
-                   "engine", "batch_size")  # fmt: skip
+                   "engine", "batch_size", "calibrate_shares")  # fmt: skip
 
 
 def check_integer(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -242,7 +242,10 @@ class AvatarParameters(_Settings):
     - ``engine``: the exact neighbour search, one of ``ENGINES``;
     - ``backend``: "auto", "cpu" or "gpu" (or a resolved ``Backend``);
     - ``seed``: None (fresh entropy, recorded in the result), an integer or a SeedSequence;
-    - ``batch_size``: above this many rows, the table is avatarized in batches.
+    - ``batch_size``: above this many rows, the table is avatarized in batches;
+    - ``calibrate_shares``: after the draws, each categorical column's modality shares and
+      each column's missing share are brought back to the original's, by changing the
+      values of the avatars whose neighbours weigh most for them (``pipeline/calibration.py``).
     """
 
     k: int = 20
@@ -256,6 +259,7 @@ class AvatarParameters(_Settings):
     backend: Any = "auto"
     seed: Any = None
     batch_size: int | None = None
+    calibrate_shares: bool = True
 
     def __post_init__(self) -> None:
         checked = {
@@ -271,6 +275,7 @@ class AvatarParameters(_Settings):
             "engine": check_choice("engine", self.engine, ENGINES),
             "backend": check_backend(self.backend),
             "seed": check_seed(self.seed),
+            "calibrate_shares": check_flag("calibrate_shares", self.calibrate_shares),
         }
         checked["batch_size"] = check_batch_size(self.batch_size, checked["k"])
         for name, value in checked.items():

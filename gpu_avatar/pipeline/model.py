@@ -1,6 +1,6 @@
 """What a run learns once and every batch shares (``AvatarModel``: the encoder, the projection,
 the parameters), and the avatarization of one batch in that space (``avatarize_rows``):
-project -> exact neighbours -> synthesis -> decode."""
+project -> exact neighbours -> synthesis (and calibrated shares) -> decode."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ..parameters import AvatarParameters
 from ..progress import Steps
 from ..projection.projection import Projection, expand_variable_weights, projection_kind
 from ..synthesis import synthesize
+from .calibration import calibrate_shares
 
 logger = logging.getLogger("gpu_avatar")
 
@@ -96,21 +97,30 @@ def avatarize_rows(
             coordinates, parameters.k, backend, parameters.engine
         )
     with timed(timings, "synthesis", steps):
-        continuous, codes = synthesize(
-            encoded.continuous,
-            encoded.categorical,
-            encoded.n_modalities,
-            indices,
-            distances,
-            sequence,
-            backend,
-            parameters.categorical,
-            parameters.zero_distance,
-        )
+        continuous, codes = synthesize_avatars(model, encoded, indices, distances, sequence)
     with timed(timings, "decode", steps):
-        return model.encoder.decode(
-            backend.to_numpy(continuous), backend.to_numpy(codes), identifiers, index=df.index
-        )
+        return model.encoder.decode(continuous, codes, identifiers, index=df.index)
+
+
+def synthesize_avatars(
+    model: AvatarModel, encoded: EncodedTable, indices, distances,
+    sequence: np.random.SeedSequence,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The avatars' continuous values and codes (host arrays) from the rows' ``encoded``
+    values and their neighbours (``indices`` and ``distances``, on the model's backend): the
+    synthesis, then the calibration of shares if the parameters ask for it."""
+    backend, parameters = model.backend, model.parameters
+    calibrated = parameters.calibrate_shares and encoded.categorical.shape[1] > 0
+    continuous, codes, weights = synthesize(
+        encoded.continuous, encoded.categorical, encoded.n_modalities, indices, distances,
+        sequence, backend, parameters.categorical, parameters.zero_distance,
+        keep_weights=calibrated,
+    )
+    codes = backend.to_numpy(codes)
+    if calibrated:
+        codes = calibrate_shares(model.encoder, encoded.categorical, codes,
+                                 backend.to_numpy(indices), weights, sequence)
+    return backend.to_numpy(continuous), codes
 
 
 def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, ncp: int):
