@@ -17,6 +17,7 @@ import pandas as pd
 from ..backend import Backend
 from ..backend.memory import ensure_fits
 from ..encoding import EncodedTable, TableEncoder
+from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..neighbours import nearest_neighbours
 from ..parameters import AvatarParameters
@@ -60,12 +61,22 @@ class AvatarModel:
         return self.projection.backend
 
 
+def avatar_encoder(parameters: AvatarParameters,
+                   groups: Mapping[Any, Mapping[Any, Any]] | None = None) -> TableEncoder:
+    """The encoder of an avatarization: the rare modalities grouped as ``parameters`` ask,
+    or given ``groups`` (learnt on the whole table), those."""
+    return TableEncoder(parameters.types, parameters.imputation,
+                        rare=RareModalities.of(parameters, groups))
+
+
 def fit_model(
-    df: pd.DataFrame, parameters: AvatarParameters, backend: Backend
+    df: pd.DataFrame, parameters: AvatarParameters, backend: Backend,
+    groups: Mapping[Any, Mapping[Any, Any]] | None = None,
 ) -> tuple[AvatarModel, EncodedTable]:
-    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch);
-    returns the model and ``df`` encoded (its first batch needs it again)."""
-    encoder = TableEncoder(parameters.types, parameters.imputation)
+    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch, then
+    with the ``groups`` of rare modalities learnt on the whole table); returns the model and
+    ``df`` encoded (its first batch needs it again)."""
+    encoder = avatar_encoder(parameters, groups)
     encoded = encoder.fit_transform(df)
     if not encoder.variable_sources_:
         raise AvatarError("the table has no variable besides identifier columns")
