@@ -17,7 +17,7 @@ rare. The avatars of a grouped column hold the groups' labels, never a grouped v
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,3 +111,11 @@ def _merge_neighbours(values: Sequence[Any], counts: Sequence[int],
         labels.update({values[i]: label for i in members if values[i] != label})
     return labels
 
+
+def protection_if_grouped(per_variable: Mapping[str, float], categorical: Iterable[Any]) -> float:
+    """``column_direct_match_protection`` once the ``categorical`` columns release none of
+    their unique values, as grouping rare modalities makes them: the worst of the other
+    columns' (``per_variable``, by the columns' ``str``), 100 with none."""
+    grouped = {str(c) for c in categorical}
+    return min((value for column, value in per_variable.items() if column not in grouped),
+               default=100.0)
