@@ -22,6 +22,7 @@ import pandas as pd
 from .backend import resolve_backend, to_pandas
 from .encoding import EncodedTable, fresh_identifiers, validate_table
 from .encoding.identifying import refuse_undeclared
+from .encoding.rare import protection_if_grouped
 from .errors import AvatarError, AvatarTypeError, FixableError
 from .metrics import attack_metrics, privacy_metrics, signal_metrics
 from .metrics.catalogue import (
@@ -47,9 +48,9 @@ from .parameters import (
     metric_options,
     seed_sequence,
 )
-from .pipeline.model import check_device_memory, decode_avatars, fit_model
+from .pipeline.model import check_device_memory, decode_avatars, fit_model, synthesize_avatars
 from .progress import ProgressLike, Steps
-from .synthesis import shuffle_order, synthesize
+from .synthesis import shuffle_order
 
 
 @dataclass
@@ -188,15 +189,13 @@ def advise(
     steps.advance()
     identifiers = {name: fresh_identifiers(frame[name], len(frame))
                    for name in model.encoder.identifier_columns_}
-    rows = []
+    rows, lifts = [], {}
     first = backend.xp.ascontiguousarray  # the k nearest: the first k of the k_max nearest
     for k in ks:
         steps.start(f"k = {k}")
-        continuous, codes = synthesize(
-            encoded.continuous, encoded.categorical, encoded.n_modalities, first(indices[:, :k]),
-            first(distances[:, :k]), np.random.SeedSequence(sequence.entropy), backend,
-            run.categorical, run.zero_distance,
-        )
+        continuous, codes = synthesize_avatars(
+            model, encoded, first(indices[:, :k]), first(distances[:, :k]),
+            np.random.SeedSequence(sequence.entropy))
         avatars = decode_avatars(model, frame, EncodedTable(continuous, codes,
                                                             encoded.n_modalities),
                                  coordinates, identifiers)
@@ -205,6 +204,8 @@ def advise(
             holdout=holdout, types=dict(run.types), backend=backend)
         signal = signal_metrics(frame, avatars, types=dict(run.types), backend=backend)
         row = _row(k, privacy, signal, targets)
+        lifts[k] = protection_if_grouped(privacy.column_direct_match_protection_per_variable,
+                                         model.encoder.categorical_columns_)
         if holdout is not None and row["passed"]:  # the attacks of a candidate worth taking
             released = avatars.iloc[shuffle_order(len(frame), sequence)]  # as avatarize
             with warnings.catch_warnings():  # on how many queries: the release's run says
@@ -218,7 +219,7 @@ def advise(
     steps.close()
     table = pd.DataFrame(rows).set_index("k")
     return _recommend(table, targets, run.replace(seed=int(sequence.entropy), backend=backend.name),
-                      margin)
+                      margin, lifts)
 
 
 def _row(k: int, privacy, signal, targets: Mapping[str, Target]) -> dict[str, Any]:
@@ -233,10 +234,12 @@ def _row(k: int, privacy, signal, targets: Mapping[str, Target]) -> dict[str, An
 
 
 def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarParameters,
-               margin: float):
+               margin: float, lifts: Mapping[int, float] | None = None):
     """The passing candidate with the least signal loss (given a holdout, among those with
     the fewest measurable attack risks), or why none passes (the pass flag of a target
-    ``name``: the column ``"<name> passed"``)."""
+    ``name``: the column ``"<name> passed"``), and, given ``lifts`` (per k, the
+    column_direct_match_protection that grouping rare modalities would give), what grouping
+    would lift."""
     loss = ["hellinger_mean", "correlation_difference_ratio"]
     passing = table[table["passed"]]
     if len(passing):
@@ -268,14 +271,21 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
         f"{100 * margin:g} % margin); the closest, k = {closest}, misses "
         f"{', '.join(failed[closest])}"
     )
+    direct = "column_direct_match_protection"
+    lifted = (lifts or {}).get(closest)
+    if (lifted is not None and table.loc[closest].get(f"{direct} passed") in (False,)
+            and lifted > table.loc[closest, direct]):
+        reason += (f"; grouping the rare modalities of the categorical columns would release "
+                   f"none of their unique values, lifting {direct} to {lifted:.3g}")
     return Advice(None, run.ncp, None, table, f"{reason}; {next_steps(PYTHON_NAMES)}",
                   dict(targets), shortfall=reason)
 
 
 ATTACK_RISKS = "measurable_attack_risks"  # given a holdout: attacks that learn from the release
-PYTHON_NAMES = {"candidates": "candidates=[...]", "ncp": "ncp", "weights": "column_weights"}
+PYTHON_NAMES = {"candidates": "candidates=[...]", "ncp": "ncp", "weights": "column_weights",
+                "rare": "rare_modalities"}
 COMMAND_LINE_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",
-                      "weights": "--column-weights"}
+                      "weights": "--column-weights", "rare": "--rare-modalities"}
 
 
 def next_steps(names: Mapping[str, str]) -> str:
@@ -283,7 +293,7 @@ def next_steps(names: Mapping[str, str]) -> str:
     interface (Python keywords here, command-line options in the CLI)."""
     return (f"try larger k ({names['candidates']}), more projection axes ({names['ncp']}), "
             f"{names['weights']} that lower the weight of identifying columns, or fewer "
-            "modalities (group rare categories)")
+            f"modalities (group rare ones: {names['rare']})")
 
 
 def advise_database(

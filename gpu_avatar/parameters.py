@@ -64,7 +64,9 @@ ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by 
 METRIC_NCP = 5  # axes of the metric projection when no run says (metrics.md, 1)
 ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "zero_distance",
-                   "engine", "batch_size")  # fmt: skip
+                   "engine", "batch_size", "rare_modalities", "column_rare_modalities",
+                   "rare_modality_name", "calibrate_shares")  # fmt: skip
+RARE_MODALITY_NAME = "other"  # the modality that rare text modalities are grouped into
 
 
 def check_integer(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -195,6 +197,45 @@ def check_column_weights(weights: Any) -> dict[Any, float]:
     return checked
 
 
+def check_rare_threshold(name: str, value: Any) -> int | float | None:
+    """None (no grouping), a count (an integer >= 1: modalities held by fewer rows are rare)
+    or a share (a float in (0, 1): modalities held by a smaller share of the rows are rare)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return check_integer(name, value, 1)
+    if isinstance(value, (float, np.floating)):
+        if not 0 < value < 1:
+            raise AvatarError(
+                f"{name} = {value} is neither a count nor a share: give an integer count "
+                "(e.g. 5: modalities of fewer than 5 rows are rare) or a share in (0, 1) "
+                "(e.g. 0.01: modalities of under 1 % of the rows)"
+            )
+        return float(value)
+    raise AvatarTypeError(
+        f"{name} must be an integer count, a share in (0, 1) or None, got {value!r}"
+    )
+
+
+def check_column_rare_modalities(thresholds: Any) -> dict[Any, int | float | None]:
+    """A mapping column -> threshold (``check_rare_threshold``; None: that column is never
+    grouped, whatever ``rare_modalities`` says); None is no mapping."""
+    if thresholds is None:
+        return {}
+    if not isinstance(thresholds, Mapping):
+        raise AvatarTypeError(
+            f"column_rare_modalities must map column names to thresholds, got {thresholds!r}"
+        )
+    return {column: check_rare_threshold(f"column_rare_modalities[{column!r}]", value)
+            for column, value in thresholds.items()}
+
+
+def check_rare_modality_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise AvatarTypeError(f"rare_modality_name must be a non-empty text, got {name!r}")
+    return name
+
+
 def check_seed(seed: Any) -> int | np.random.SeedSequence | None:
     """None (fresh entropy), a non-negative integer or a ``SeedSequence``."""
     if seed is None or isinstance(seed, np.random.SeedSequence):
@@ -294,7 +335,16 @@ class AvatarParameters(_Settings):
     - ``engine``: the exact neighbour search, one of ``ENGINES``;
     - ``backend``: "auto", "cpu" or "gpu" (or a resolved ``Backend``);
     - ``seed``: None (fresh entropy, recorded in the result), an integer or a SeedSequence;
-    - ``batch_size``: above this many rows, the table is avatarized in batches.
+    - ``batch_size``: above this many rows, the table is avatarized in batches;
+    - ``rare_modalities``: the modalities of a categorical column held by fewer rows than
+      this count (an integer), or by a smaller share of the rows (a float in (0, 1)), are
+      grouped before the projection (``encoding/rare.py``): text ones into
+      ``rare_modality_name``, ordered ones (ordered categories, numbers, dates) with their
+      neighbours; ``column_rare_modalities`` gives a column its own threshold (None: never
+      grouped); None: no grouping;
+    - ``calibrate_shares``: after the draws, each categorical column's modality shares and
+      each column's missing share are brought back to the original's, by changing the
+      values of the avatars whose neighbours weigh most for them (``pipeline/calibration.py``).
     """
 
     k: int = 20
@@ -308,6 +358,10 @@ class AvatarParameters(_Settings):
     backend: Any = "auto"
     seed: Any = None
     batch_size: int | None = None
+    rare_modalities: int | float | None = None
+    column_rare_modalities: Mapping[Any, int | float | None] = field(default_factory=dict)
+    rare_modality_name: str = RARE_MODALITY_NAME
+    calibrate_shares: bool = True
 
     def __post_init__(self) -> None:
         checked = {
@@ -323,6 +377,11 @@ class AvatarParameters(_Settings):
             "engine": check_choice("engine", self.engine, ENGINES),
             "backend": check_backend(self.backend),
             "seed": check_seed(self.seed),
+            "rare_modalities": check_rare_threshold("rare_modalities", self.rare_modalities),
+            "column_rare_modalities": MappingProxyType(
+                check_column_rare_modalities(self.column_rare_modalities)),
+            "rare_modality_name": check_rare_modality_name(self.rare_modality_name),
+            "calibrate_shares": check_flag("calibrate_shares", self.calibrate_shares),
         }
         checked["batch_size"] = check_batch_size(self.batch_size, checked["k"])
         for name, value in checked.items():

@@ -33,7 +33,7 @@ from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
-_STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE = 0, 1, 2
+_STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE, _STREAM_CALIBRATION = 0, 1, 2, 3
 
 
 def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> np.random.Generator:
@@ -130,6 +130,14 @@ def shuffle_order(n_rows: int, seed: np.random.SeedSequence) -> np.ndarray:
     return _block_generator(seed, _STREAM_SHUFFLE, 0).permutation(n_rows)
 
 
+def calibration_uniforms(
+    n_variables: int, n_rows: int, seed: np.random.SeedSequence
+) -> np.ndarray:
+    """Uniform numbers in (0, 1], (variables, rows), for the draws of the calibration of
+    shares (``pipeline/calibration.py``)."""
+    return 1.0 - _block_generator(seed, _STREAM_CALIBRATION, 0).random((n_variables, n_rows))
+
+
 def synthesize(
     continuous,
     codes,
@@ -140,9 +148,11 @@ def synthesize(
     backend: Backend,
     categorical: str,
     zero_distance: str,
+    keep_weights: bool = False,
 ):
-    """Avatar continuous values (n, pc) and categorical codes (n, pk) as backend arrays;
-    ``categorical`` and ``zero_distance`` as in ``AvatarParameters``."""
+    """Avatar continuous values (n, pc) and categorical codes (n, pk) as backend arrays, and
+    the weights (n, k) on the host if ``keep_weights`` (the calibration of shares needs
+    them), else None; ``categorical`` and ``zero_distance`` as in ``AvatarParameters``."""
     check_choice("categorical", categorical, CATEGORICAL_RULES)
     xp = backend.xp
     n, k = neighbour_indices.shape
@@ -150,11 +160,15 @@ def synthesize(
     codes = backend.asarray(codes)
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
+    kept = np.empty((n, k)) if keep_weights else None
     window = RANDOM_BLOCK * _cores()  # the random numbers of a window: a block per thread
     for start in range(0, n, window):
         stop = min(start + window, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
-        weights = backend.asarray(random_weights(host_distances, seed, start, zero_distance))
+        host_weights = random_weights(host_distances, seed, start, zero_distance)
+        if kept is not None:
+            kept[start:stop] = host_weights
+        weights = backend.asarray(host_weights)
         if categorical == "draw":  # one compiled pass over the block (synthesis_kernels.py)
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
             out_continuous[start:stop], out_codes[start:stop] = backend.kernels.synthesize_block(
@@ -173,7 +187,7 @@ def synthesize(
             out_continuous[s0:s1] = _barycentre(continuous, neighbours, weights[rows], xp)
             if codes.shape[1]:
                 out_codes[s0:s1] = _argmax(codes, neighbours, weights[rows], n_modalities, xp)
-    return out_continuous, out_codes
+    return out_continuous, out_codes, kept
 
 
 def _barycentre(continuous, neighbours, weights, xp):

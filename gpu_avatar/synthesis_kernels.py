@@ -84,3 +84,107 @@ def _random_ranks(uniforms):
             other = min(np.int64(uniforms[r, i - 1] * (i + 1)), i)
             ranks[r, i], ranks[r, other] = ranks[r, other], ranks[r, i]
     return ranks
+
+
+def calibrate(original, avatars, n_values, neighbours, weights, uniforms, floor):
+    """``pipeline/calibration.py``'s re-decision of the avatars' values, variable by
+    variable (rows of the (p, n) ``original`` and ``avatars``, the latter changed in place)
+    on the cores; ``uniforms`` (p, n): each avatar's number in (0, 1] for the draw of the
+    changes; ``floor``: the count under which a value is never raised."""
+    with LOCK:
+        _calibrate(original, avatars, n_values, neighbours, weights, uniforms, floor)
+
+
+@njit(cache=True, parallel=True)
+def _calibrate(original, avatars, n_values, neighbours, weights, uniforms, floor):
+    for j in prange(original.shape[0]):
+        _calibrate_variable(original[j], avatars[j], n_values[j], neighbours, weights,
+                            uniforms[j], floor)  # fmt: skip
+
+
+@njit(cache=True)
+def _quotas(held, drawn, floor):
+    """Each value's count after calibration: its original count when held by at least
+    ``floor`` rows; a rarer one's at most, never above its drawn count; the rows left over
+    shared among the common values by their counts (largest remainders, the first of
+    equals)."""
+    m = held.shape[0]
+    quota = np.zeros(m, np.int64)
+    remainders = np.full(m, -1.0)  # a rare value never takes a row left over
+    free = held.sum()
+    common = 0
+    for v in range(m):
+        if held[v] < floor:
+            quota[v] = min(held[v], drawn[v])
+            free -= quota[v]
+        else:
+            common += held[v]
+    if common == 0:
+        return drawn.copy()  # nothing may be raised
+    left = free
+    for v in range(m):
+        if held[v] >= floor:
+            exact = held[v] * free / common
+            quota[v] = np.int64(np.floor(exact))
+            remainders[v] = exact - quota[v]
+            left -= quota[v]
+    for v in np.argsort(-remainders, kind="mergesort")[:left]:
+        quota[v] += 1
+    return quota
+
+
+@njit(cache=True)
+def _calibrate_variable(original, avatars, m, neighbours, weights, uniforms, floor):
+    """One variable: the avatars holding a value above its quota change, each to a value
+    below its quota that one of its neighbours holds. The changes are drawn without
+    replacement with weights their likelihood ratio (the new value's summed neighbour weight
+    over the old one's): the largest keys ``log(u) / ratio`` (Efraimidis and Spirakis, 2006;
+    ``u`` the avatar's uniform) come first."""
+    n, k = neighbours.shape
+    held = np.zeros(m, np.int64)
+    drawn = np.zeros(m, np.int64)
+    for i in range(n):
+        held[original[i]] += 1
+        drawn[avatars[i]] += 1
+    need = _quotas(held, drawn, floor) - drawn
+    if need.max() <= 0:
+        return
+    bound = 0  # the candidate changes, at most
+    for i in range(n):
+        if need[avatars[i]] < 0:
+            for t in range(k):
+                bound += need[original[neighbours[i, t]]] > 0
+    rows = np.empty(bound, np.int64)
+    values = np.empty(bound, np.int64)
+    keys = np.empty(bound)
+    p = 0
+    for i in range(n):
+        own = avatars[i]
+        if need[own] >= 0:
+            continue
+        first = p
+        kept = 0.0
+        for t in range(k):
+            v = original[neighbours[i, t]]
+            w = weights[i, t]
+            if v == own:
+                kept += w
+            elif need[v] > 0:
+                q = first
+                while q < p and values[q] != v:
+                    q += 1
+                if q == p:
+                    rows[p] = i
+                    values[p] = v
+                    keys[p] = 0.0
+                    p += 1
+                keys[q] += w
+        for q in range(first, p):
+            keys[q] = np.log(uniforms[i]) * max(kept, 1e-300) / keys[q]
+    for q in np.argsort(-keys[:p], kind="mergesort"):
+        i = rows[q]
+        v = values[q]
+        if need[v] > 0 and need[avatars[i]] < 0:  # a changed avatar's value is never above
+            need[avatars[i]] += 1
+            need[v] -= 1
+            avatars[i] = v

@@ -69,6 +69,7 @@ from ..parameters import (
     ZERO_DISTANCE_RULES,
     AvatarParameters,
     MetricOptions,
+    check_rare_threshold,
     check_types,
     column_kind,
 )
@@ -123,6 +124,24 @@ def _numbers(specs: Sequence[Sequence[str]] | None, option: str, value_name: str
         if not math.isfinite(numbers[key]):
             raise UsageError(f"{option} {spec}: {value!r} is not a number")
     return numbers
+
+
+def _threshold(text: str, option: str) -> int | float | None:
+    """A rare-modality threshold as written: a count, a share, or "none"."""
+    if text.lower() == "none":
+        return None
+    try:
+        value: int | float = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(f"{option}: expected a count, a share in (0, 1) or 'none', got "
+                             f"{text!r}") from None
+    try:
+        return check_rare_threshold(option, value)
+    except AvatarError as error:
+        raise UsageError(str(error)) from None
 
 
 def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
@@ -308,9 +327,24 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
                         help="the exact neighbour search" + shown("engine"))
     parser.add_argument("--batch-size", type=int, metavar="ROWS",
                         help="avatarize in batches of this many rows (large tables)")
+    parser.add_argument("--rare-modalities", metavar="COUNT|SHARE",
+                        help="group the modalities held by fewer rows than COUNT, or by a "
+                        "smaller share of the rows than SHARE, before the projection: text "
+                        "ones into --rare-modality-name, ordered ones with their neighbours")
+    parser.add_argument("--rare-modality-name", metavar="NAME",
+                        help="the modality rare text modalities are grouped into"
+                        + shown("rare_modality_name"))
+    parser.add_argument("--no-calibrate-shares", dest="calibrate_shares", action="store_const",
+                        const=False, help="keep the drawn modalities as they come, without "
+                        "bringing each share of a modality or of missing cells back to the "
+                        "original's")
     if defaults is not None:
         parser.add_argument("--column-weights", nargs="+", action="append",
                             metavar="COLUMN=WEIGHT", help="weight of a column in the projection")
+        parser.add_argument("--column-rare-modalities", nargs="+", action="append",
+                            metavar="COLUMN=COUNT|SHARE|none",
+                            help="a column's own --rare-modalities threshold (none: never "
+                            "grouped)")
 
 
 def _add_advice_options(parser: argparse.ArgumentParser) -> None:
@@ -366,6 +400,16 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["batch_size"] = args.batch_size
     if getattr(args, "column_weights", None):
         settings["column_weights"] = _numbers(args.column_weights, "--column-weights", "WEIGHT")
+    if args.rare_modalities is not None:
+        settings["rare_modalities"] = _threshold(args.rare_modalities, "--rare-modalities")
+    if getattr(args, "column_rare_modalities", None):
+        settings["column_rare_modalities"] = {
+            column: _threshold(value, f"--column-rare-modalities {spec}")
+            for spec, column, value in _pairs(args.column_rare_modalities,
+                                              "--column-rare-modalities", "COUNT|SHARE|none")}
+    for name in ("rare_modality_name", "calibrate_shares"):
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
     return settings
 
 

@@ -13,7 +13,9 @@ a k-nearest-neighbours imputer), which ``transform`` needs. ``transform`` gives 
 - ``categorical``: int64 codes (n, n_categorical) over the modalities learnt (category order,
   else sorted), missing cells filled by the mode (ties: the first modality), followed by one
   binary "is missing" indicator (0 present, 1 missing) for every column that had a missing
-  value. Codes of modalities never seen are -1 (they project to zero).
+  value. Codes of modalities never seen are -1 (they project to zero). Given ``rare``
+  (``rare.py``), the rare modalities are grouped: a grouped value takes its group's code, and
+  the modalities are the groups' labels.
 
 ``decode`` maps such arrays back to a DataFrame with the input's columns and dtypes, putting a
 missing value wherever the indicator says "missing". Continuous values come back at the precision
@@ -49,6 +51,7 @@ from .kinds import (
     validate_table,
 )
 from .precision import DAY_NS, decimals, finer_decimals, keep_in_range, round_times, time_step
+from .rare import RareModalities, ordered
 from .text_values import TextValues
 
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
@@ -96,7 +99,11 @@ class ColumnSpec:
     missing_value: Any = np.nan  # how a missing cell is written back (object columns)
     counts: dict = field(default_factory=dict)  # categorical: modality -> rows
     text: TextValues | None = None  # text declared continuous or datetime: read and written
-    modalities: pd.Index | None = None  # categorical: derived from ``counts``
+    modalities: pd.Index | None = None  # categorical: the released ones, from ``counts``
+    values: pd.Index | None = None  # categorical: the values seen (and grouped, ``rare.py``)
+    value_codes: np.ndarray | None = None  # the code of each of ``values`` among ``modalities``
+    groups: dict = field(default_factory=dict)  # categorical: grouped value -> its label
+    released_dtype: Any = None  # categorical: ``dtype``; a category: with the group's name
     fill_value: Any = None  # continuous: imputation value (fit); categorical: the mode's code
     has_missing: bool = False  # an indicator variable is added
 
@@ -118,7 +125,7 @@ class TableEncoder:
     """Learns how to turn a DataFrame into continuous values and categorical codes.
 
     ``missing_indicators=False`` imputes missing cells without adding indicator variables
-    (the metric projection does so).
+    (the metric projection does so); ``rare`` groups rare modalities (``rare.py``).
     """
 
     def __init__(
@@ -126,10 +133,12 @@ class TableEncoder:
         types: Mapping[Any, str] | None = None,
         imputation: str = "median",
         missing_indicators: bool = True,
+        rare: RareModalities | None = None,
     ) -> None:
         self.types = check_types(types)
         self.imputation = check_choice("imputation", imputation, IMPUTATIONS)
         self.missing_indicators = missing_indicators
+        self.rare = rare
         self.specs_: dict[Any, ColumnSpec] = {}
         self.columns_: list[Any] = []
         self._fills = False
@@ -171,6 +180,7 @@ class TableEncoder:
         first = not self.columns_
         if first:
             self.columns_ = list(chunk.columns)
+            self._check_rare(chunk)
         elif list(chunk.columns) != self.columns_:
             raise AvatarError(
                 f"this chunk's columns {list(chunk.columns)} differ from the first chunk's "
@@ -200,8 +210,21 @@ class TableEncoder:
                 _add_precision(spec, series, missing)
             self.specs_[name] = spec
         for spec in self.specs_.values():
-            _derive(spec, self.missing_indicators)
-        return codes
+            _derive(spec, self.missing_indicators, self.rare)
+        return {name: _grouped(self.specs_[name], _positions(self.specs_[name], *column))
+                for name, column in codes.items()}
+
+    def _check_rare(self, chunk: pd.DataFrame) -> None:
+        """Refuse ``column_rare_modalities`` naming a column that has no modalities."""
+        named = list(self.rare.per_column) if self.rare is not None else []
+        refused = [c for c in named if c not in chunk.columns
+                   or (self.types.get(c) or detect_kind(chunk[c])) != CATEGORICAL]
+        if refused:
+            raise AvatarError(
+                f"column_rare_modalities names column(s) {refused} that are not categorical "
+                f"columns of the table; name categorical ones (declare a column categorical "
+                f"in types), among {list(chunk.columns)}"
+            )
 
     def _new_spec(self, series: pd.Series) -> ColumnSpec:
         name, dtype = series.name, series.dtype
@@ -297,6 +320,13 @@ class TableEncoder:
         return self.continuous_columns_ + self.categorical_columns_ + self.indicator_columns_
 
     @property
+    def groups_(self) -> dict[Any, dict]:
+        """{column: {grouped value: its label}} for the columns whose rare modalities are
+        grouped (``rare.py``)."""
+        return {c: self.specs_[c].groups for c in self.categorical_columns_
+                if self.specs_[c].groups}
+
+    @property
     def n_modalities_(self) -> list[int]:
         return [len(self.specs_[c].modalities) for c in self.categorical_columns_] + [
             2 for _ in self.indicator_columns_
@@ -316,12 +346,10 @@ class TableEncoder:
     @staticmethod
     def categorical_codes(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
         if isinstance(series.dtype, pd.CategoricalDtype):
-            mapping = spec.modalities.get_indexer(series.dtype.categories)
-            raw = series.cat.codes.to_numpy()
-            codes = np.where(raw >= 0, mapping[np.maximum(raw, 0)], -1)
+            positions = _positions(spec, series.cat.codes.to_numpy(), series.dtype.categories)
         else:
-            codes = spec.modalities.get_indexer(series)
-        return codes.astype(np.int64)
+            positions = spec.values.get_indexer(series)
+        return _grouped(spec, positions)
 
     def transform(self, df: pd.DataFrame) -> EncodedTable:
         """Encode ``df`` (same columns as learnt) with the fitted modalities and fills."""
@@ -434,24 +462,21 @@ class TableEncoder:
 
 
 # ------------------------------------------------------------------ column statistics
-def _add_counts(spec: ColumnSpec, series: pd.Series) -> np.ndarray:
-    """Add the chunk's modality counts to ``spec``; returns the chunk's codes against the
-    modalities of the chunk alone (final when it is the only chunk)."""
+def _add_counts(spec: ColumnSpec, series: pd.Series) -> tuple[np.ndarray, Any]:
+    """Add the chunk's modality counts to ``spec``; returns the chunk's values as positions
+    (-1: missing) among the distinct values it also returns."""
     if isinstance(spec.dtype, pd.CategoricalDtype):
         raw = series.cat.codes.to_numpy()
         counts = np.bincount(raw[raw >= 0], minlength=len(spec.dtype.categories))
-        used = np.flatnonzero(counts)
-        for code in used:
+        for code in np.flatnonzero(counts):
             category = spec.dtype.categories[code]
             spec.counts[category] = spec.counts.get(category, 0) + int(counts[code])
-        mapping = np.full(len(spec.dtype.categories), -1, dtype=np.int64)
-        mapping[used] = np.arange(used.size)
-        return np.where(raw >= 0, mapping[np.maximum(raw, 0)], -1).astype(np.int64)
+        return raw, spec.dtype.categories
     codes, uniques = pd.factorize(series, sort=True)  # -1 where missing
     counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
     for value, count in zip(uniques, counts, strict=True):
         spec.counts[value] = spec.counts.get(value, 0) + int(count)
-    return codes.astype(np.int64)
+    return codes, uniques
 
 
 def _add_precision(spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> None:
@@ -470,19 +495,49 @@ def _add_precision(spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> 
         spec.high = high if spec.high is None else max(spec.high, high)
 
 
-def _derive(spec: ColumnSpec, missing_indicators: bool) -> None:
-    """The modalities, the mode's code and the indicator flag from the merged counts."""
+def _derive(spec: ColumnSpec, missing_indicators: bool, rare: RareModalities | None) -> None:
+    """The values, their groups, the released modalities, the mode's code and the indicator
+    flag from the merged counts."""
     spec.has_missing = bool(spec.missing) and spec.kind in VARIABLE_KINDS and missing_indicators
     if spec.kind != CATEGORICAL:
         return
-    if isinstance(spec.dtype, pd.CategoricalDtype):
-        used = [c for c in spec.dtype.categories if c in spec.counts]
-        spec.modalities = pd.Index(used, dtype=spec.dtype.categories.dtype)
-    else:
-        values = pd.Series(list(spec.counts), dtype=spec.dtype)
-        spec.modalities = pd.Index(pd.unique(values.sort_values()))
-    counts = np.array([spec.counts[m] for m in spec.modalities])
-    spec.fill_value = int(np.argmax(counts)) if counts.size else 0  # ties: the first modality
+    learnt = rare.learnt_values(spec.name) if rare is not None else []  # maybe not in this chunk
+    spec.values = _in_order(spec, [*spec.counts, *learnt])
+    counts = np.array([spec.counts.get(v, 0) for v in spec.values])
+    spec.groups = {} if rare is None else rare.groups(
+        spec.name, spec.dtype, dict(zip(spec.values, counts.tolist(), strict=True)), spec.rows)
+    spec.released_dtype = spec.dtype
+    if (spec.groups and isinstance(spec.dtype, pd.CategoricalDtype) and not ordered(spec.dtype)
+            and rare.name not in spec.dtype.categories):
+        spec.released_dtype = pd.CategoricalDtype([*spec.dtype.categories, rare.name])
+    labels = [spec.groups.get(v, v) for v in spec.values]
+    spec.modalities = _in_order(spec, labels, spec.released_dtype)
+    spec.value_codes = spec.modalities.get_indexer(labels).astype(np.int64)
+    grouped = np.bincount(spec.value_codes, weights=counts, minlength=len(spec.modalities))
+    spec.fill_value = int(np.argmax(grouped)) if grouped.size else 0  # ties: the first one
+
+
+def _in_order(spec: ColumnSpec, values: list, dtype: Any = None) -> pd.Index:
+    """The distinct ``values`` of a categorical column, in category order (of ``dtype``,
+    default the column's), else sorted."""
+    dtype = spec.dtype if dtype is None else dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        present = set(values)
+        return pd.Index([c for c in dtype.categories if c in present],
+                        dtype=dtype.categories.dtype)
+    return pd.Index(pd.unique(pd.Series(values, dtype=dtype).sort_values()))
+
+
+def _positions(spec: ColumnSpec, positions: np.ndarray, uniques: Any) -> np.ndarray:
+    """``positions`` among ``uniques`` as positions among ``spec.values`` (-1 stays)."""
+    mapping = spec.values.get_indexer(uniques)
+    return np.where(positions >= 0, mapping[np.maximum(positions, 0)], -1)
+
+
+def _grouped(spec: ColumnSpec, positions: np.ndarray) -> np.ndarray:
+    """The codes of values given by their ``positions`` among ``spec.values`` (-1: unknown)."""
+    return np.where(positions >= 0, spec.value_codes[np.maximum(positions, 0)], -1).astype(
+        np.int64)
 
 
 def _first_missing_value(series: pd.Series) -> Any:
@@ -539,10 +594,11 @@ def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | 
 
 def _decode_categorical(spec: ColumnSpec, codes: np.ndarray, mask: np.ndarray | None) -> pd.Series:
     if isinstance(spec.dtype, pd.CategoricalDtype):
-        full_codes = spec.dtype.categories.get_indexer(spec.modalities)[codes]
+        dtype = spec.released_dtype
+        full_codes = dtype.categories.get_indexer(spec.modalities)[codes]
         if mask is not None:
             full_codes = np.where(mask, -1, full_codes)
-        return pd.Series(pd.Categorical.from_codes(full_codes, dtype=spec.dtype))
+        return pd.Series(pd.Categorical.from_codes(full_codes, dtype=dtype))
     if mask is None or not mask.any():
         if isinstance(spec.dtype, pd.api.extensions.ExtensionDtype):
             # e.g. strings: a take from the few modalities, no per-value conversion

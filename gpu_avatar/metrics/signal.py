@@ -14,6 +14,9 @@ Order-free: the released, shuffled avatars are fine, and row counts may differ.
   ``|rho_original - rho_avatar|`` (Pearson, pairwise-complete observations), in %; pairs where
   either correlation is undefined (a constant column, as above by its std) are left out; None
   with fewer than two continuous variables.
+- ``shares_off``: the shares the avatars do not keep within ``share_tolerance`` (one point,
+  or a fifth of the share if that is larger): each modality of a categorical column (missing
+  cells as one more value) and the missing share of the other columns.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..backend import CPU, Backend, resolve_backend, to_pandas
-from ..encoding import CATEGORICAL, CONTINUOUS, TableEncoder
+from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
 from ..encoding.kinds import column_scales
 from ..errors import AvatarError
 from ..parameters import check_integer, check_types
@@ -35,6 +38,8 @@ from .checks import check_same_table, released_part
 from .timing import timed
 
 HELLINGER_BINS = 10  # equal-width bins of a continuous variable
+SHARE_FLOOR, SHARE_RATIO = 0.01, 0.2  # a share is kept within max(1 point, a fifth of it)
+SHARES_OFF_COLUMNS = ["column", "value", "original", "avatars", "tolerance"]  # value None: missing
 
 
 @dataclass
@@ -46,6 +51,9 @@ class SignalMetrics:
     correlation_difference_ratio: float | None
     hellinger_per_variable: dict[str, float] = field(repr=False)
     seconds: float | None = field(default=None, compare=False)  # to compute them
+    shares_off: pd.DataFrame = field(  # one row per share not kept: ``SHARES_OFF_COLUMNS``
+        default_factory=lambda: pd.DataFrame(columns=SHARES_OFF_COLUMNS), repr=False,
+        compare=False)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: value, target, passed."""
@@ -90,6 +98,32 @@ def continuous_hellinger(original, avatar, bins: int, backend: Backend = CPU) ->
     return hellinger(distribution(original), distribution(avatar), xp)
 
 
+def share_tolerance(share: Any) -> Any:
+    """How far from the original ``share`` an avatar share may be: one point, or a fifth of
+    the share if that is larger."""
+    return np.maximum(SHARE_FLOOR, SHARE_RATIO * share)
+
+
+def _shares_off(column: Any, original: pd.Series, avatars: pd.Series, categorical: bool,
+                groups: Mapping[Any, Any]) -> list[list[Any]]:
+    """The rows of ``shares_off`` for one column, its grouped values (``groups``: value ->
+    label) counted as their labels."""
+    if categorical:
+        if groups:
+            original = original.astype(object).map(lambda value: groups.get(value, value))
+        shares = pd.DataFrame({
+            "original": original.value_counts(normalize=True, dropna=False),
+            "avatars": avatars.value_counts(normalize=True, dropna=False),
+        }).fillna(0.0)
+    else:
+        shares = pd.DataFrame({"original": [original.isna().mean()],
+                               "avatars": [avatars.isna().mean()]}, index=[None])
+    shares["tolerance"] = share_tolerance(shares["original"])
+    off = shares[(shares["avatars"] - shares["original"]).abs() > shares["tolerance"] + 1e-12]
+    return [[column, None if pd.isna(value) else value, *row]
+            for value, row in zip(off.index, off.itertuples(index=False), strict=True)]
+
+
 def correlation_difference_ratio(original: pd.DataFrame, avatar: pd.DataFrame) -> float | None:
     """Mean absolute difference of pairwise Pearson correlations, in % (None if < 2 columns)."""
     if original.shape[1] < 2:
@@ -117,19 +151,26 @@ def signal_metrics(
     types: Mapping[Any, str] | None = None,
     bins: int = HELLINGER_BINS,
     backend: str | Backend = "auto",
+    groups: Mapping[Any, Mapping[Any, Any]] | None = None,
 ) -> SignalMetrics:
     """Signal metrics between ``original`` and ``avatars`` (any row order; see module doc).
 
-    The distributions are counted on ``backend`` (the GPU when "auto" finds one)."""
+    The distributions are counted on ``backend`` (the GPU when "auto" finds one). ``groups``:
+    the modalities the avatarization grouped (``AvatarizationResult.grouped_modalities``),
+    counted as their labels in ``shares_off`` (the Hellinger distances measure the loss
+    against the values as they were)."""
     check_integer("bins", bins, 1)
     types = check_types(types)
     backend = resolve_backend(backend)
     types, original, avatars = released_part(types, to_pandas(original), to_pandas(avatars))
     avatars = check_same_table(original, avatars, "avatars", same_rows=False)
     encoder = TableEncoder(types, missing_indicators=False).fit(original)
-    per_variable, continuous_o, continuous_a = {}, {}, {}
+    per_variable, continuous_o, continuous_a, off = {}, {}, {}, []
     for column in encoder.columns_:
         spec = encoder.specs_[column]
+        if spec.kind != IDENTIFIER:
+            off += _shares_off(column, original[column], avatars[column],
+                               spec.kind == CATEGORICAL, (groups or {}).get(column, {}))
         if spec.kind == CATEGORICAL:
             per_variable[str(column)] = categorical_hellinger(
                 original[column], avatars[column], backend
@@ -150,4 +191,5 @@ def signal_metrics(
             pd.DataFrame(continuous_o), pd.DataFrame(continuous_a)
         ),
         hellinger_per_variable=per_variable,
+        shares_off=pd.DataFrame(off, columns=SHARES_OFF_COLUMNS),
     )

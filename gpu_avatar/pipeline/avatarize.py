@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 
 from ..backend import like_input, resolve_backend, snapshot, to_pandas
-from ..encoding import TableEncoder, validate_table
+from ..encoding import validate_table
 from ..encoding.identifying import refuse_undeclared
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..progress import ProgressLike, Steps
 from ..synthesis import shuffle_order
 from .apart import ColumnsApart
 from .batches import batch_seed, plan_batches
-from .model import avatarize_rows, check_device_memory, fit_model, timed
+from .model import avatar_encoder, avatarize_rows, check_device_memory, fit_model, timed
 from .result import AvatarizationResult
 
 
@@ -30,12 +30,15 @@ def avatarize(
 
     The parameters (``AvatarParameters``: ``k``, ``ncp``, ``column_weights``, ``types``,
     ``imputation``, ``categorical``, ``zero_distance``, ``engine``, ``backend``, ``seed``,
-    ``batch_size``) come as
+    ``batch_size``, ``rare_modalities``, ``column_rare_modalities``, ``rare_modality_name``,
+    ``calibrate_shares``) come as
     ``parameters`` and/or as keywords of the same names. ``k`` neighbours (2 <= k < n rows) are
     searched exactly on the first ``ncp`` axes of a FAMD (PCA when every variable is
     continuous, MCA when every variable is categorical); identifier columns are not variables
     and get fresh values; missing cells are filled temporarily and their pattern is avatarized
-    through indicators. ``seed`` makes the run reproducible (the result's ``seed`` reproduces
+    through indicators; rare modalities are grouped (``rare_modalities``), and the shares of
+    modalities and of missing cells calibrated to the original's (``calibrate_shares``).
+    ``seed`` makes the run reproducible (the result's ``seed`` reproduces
     an unseeded run). Above ``batch_size`` rows the table is split into batches
     (``batches.py``): the projection is fitted on a first batch that shows every modality, and
     each batch is avatarized on its own; memory then follows the batch size. ``progress``:
@@ -53,18 +56,20 @@ def avatarize(
     timings: dict[str, float] = {}
 
     batch_size = parameters.batch_size
+    groups = None  # the rare modalities' groups, learnt on the whole table if it is batched
     if batch_size is None or n <= batch_size:
         batches, seeds = [np.arange(n)], [sequence]
     else:
         with timed(timings, "batch plan"):
-            encoder = TableEncoder(parameters.types, parameters.imputation).partial_fit(frame)
+            encoder = avatar_encoder(parameters).partial_fit(frame)
+            groups = encoder.groups_
             batches = plan_batches(frame, encoder, batch_size, sequence)
             seeds = [batch_seed(sequence, b) for b in range(len(batches))]
     steps = Steps(progress, "avatarize", total=1 + 4 * len(batches))
     first = frame.iloc[batches[0]]
     check_device_memory(backend, len(first), first.shape[1], parameters.k, parameters.ncp)
     with timed(timings, "fit", steps):
-        model, first_encoded = fit_model(first, parameters, backend)
+        model, first_encoded = fit_model(first, parameters, backend, groups)
     order = shuffle_order(n, sequence)
     apart = ColumnsApart(parameters.types, list(frame.columns), sequence).add(frame)
     identifiers = apart.identifiers(frame, order)
@@ -93,4 +98,5 @@ def avatarize(
         timings=timings,
         batches=None if len(batches) == 1 else batches,
         knowingly_released=knowingly_released,
+        grouped_modalities=model.encoder.groups_,
     )

@@ -1,6 +1,6 @@
 """What a run learns once and every batch shares (``AvatarModel``: the encoder, the projection,
 the parameters), and the avatarization of one batch in that space (``avatarize_rows``):
-project -> exact neighbours -> synthesis -> decode."""
+project -> exact neighbours -> synthesis (and calibrated shares) -> decode."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pandas as pd
 from ..backend import Backend
 from ..backend.memory import ensure_fits
 from ..encoding import EncodedTable, TableEncoder
+from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..neighbours import nearest_neighbours
 from ..neighbours.search import nearest_reference
@@ -25,6 +26,7 @@ from ..progress import Steps
 from ..projection.projection import Projection, expand_variable_weights, projection_kind
 from ..synthesis import synthesize
 from .apart import excluded_values, needs_nearest_original
+from .calibration import calibrate_shares
 
 logger = logging.getLogger("gpu_avatar")
 
@@ -61,12 +63,22 @@ class AvatarModel:
         return self.projection.backend
 
 
+def avatar_encoder(parameters: AvatarParameters,
+                   groups: Mapping[Any, Mapping[Any, Any]] | None = None) -> TableEncoder:
+    """The encoder of an avatarization: the rare modalities grouped as ``parameters`` ask,
+    or given ``groups`` (learnt on the whole table), those."""
+    return TableEncoder(parameters.types, parameters.imputation,
+                        rare=RareModalities.of(parameters, groups))
+
+
 def fit_model(
-    df: pd.DataFrame, parameters: AvatarParameters, backend: Backend
+    df: pd.DataFrame, parameters: AvatarParameters, backend: Backend,
+    groups: Mapping[Any, Mapping[Any, Any]] | None = None,
 ) -> tuple[AvatarModel, EncodedTable]:
-    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch);
-    returns the model and ``df`` encoded (its first batch needs it again)."""
-    encoder = TableEncoder(parameters.types, parameters.imputation)
+    """Fit the encoder and the projection on ``df`` (the whole table, or the first batch, then
+    with the ``groups`` of rare modalities learnt on the whole table); returns the model and
+    ``df`` encoded (its first batch needs it again)."""
+    encoder = avatar_encoder(parameters, groups)
     encoded = encoder.fit_transform(df)
     if not encoder.variable_sources_:
         raise AvatarError("the table has no variable besides identifier columns")
@@ -100,17 +112,7 @@ def avatarize_rows(
             coordinates, parameters.k, backend, parameters.engine
         )
     with timed(timings, "synthesis", steps):
-        continuous, codes = synthesize(
-            encoded.continuous,
-            encoded.categorical,
-            encoded.n_modalities,
-            indices,
-            distances,
-            sequence,
-            backend,
-            parameters.categorical,
-            parameters.zero_distance,
-        )
+        continuous, codes = synthesize_avatars(model, encoded, indices, distances, sequence)
     with timed(timings, "decode", steps):
         avatars = EncodedTable(continuous, codes, encoded.n_modalities)
         return decode_avatars(model, df, avatars, coordinates, identifiers)
@@ -130,6 +132,27 @@ def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, 
         nearest, _ = nearest_reference(projected, coordinates, backend)
     apart = {**(identifiers or {}), **excluded_values(types, df, nearest)}
     return model.encoder.decode(avatars.continuous, avatars.categorical, apart, index=df.index)
+
+
+def synthesize_avatars(
+    model: AvatarModel, encoded: EncodedTable, indices, distances,
+    sequence: np.random.SeedSequence,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The avatars' continuous values and codes (host arrays) from the rows' ``encoded``
+    values and their neighbours (``indices`` and ``distances``, on the model's backend): the
+    synthesis, then the calibration of shares if the parameters ask for it."""
+    backend, parameters = model.backend, model.parameters
+    calibrated = parameters.calibrate_shares and encoded.categorical.shape[1] > 0
+    continuous, codes, weights = synthesize(
+        encoded.continuous, encoded.categorical, encoded.n_modalities, indices, distances,
+        sequence, backend, parameters.categorical, parameters.zero_distance,
+        keep_weights=calibrated,
+    )
+    codes = backend.to_numpy(codes)
+    if calibrated:
+        codes = calibrate_shares(model.encoder, encoded.categorical, codes,
+                                 backend.to_numpy(indices), weights, sequence)
+    return backend.to_numpy(continuous), codes
 
 
 def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, ncp: int):

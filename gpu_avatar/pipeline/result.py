@@ -28,7 +28,9 @@ class AvatarizationResult:
     ``parameters``: the run's, ``ncp`` as used (at most the projection's axes), ``seed`` the
     entropy that reproduces the run (also ``seed``), ``backend`` the one that ran.
     ``knowingly_released``: columns that could identify a person, released because their
-    kind was declared (``encoding.identifying``).
+    kind was declared (``encoding.identifying``). ``grouped_modalities``: {column: {value:
+    its group's label}} for the rare modalities grouped (``encoding/rare.py``); a grouped value
+    is never released.
     """
 
     sensitive_unshuffled_avatars: pd.DataFrame
@@ -39,6 +41,7 @@ class AvatarizationResult:
     timings: dict[str, float] = field(default_factory=dict)
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions, if batched
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
+    grouped_modalities: dict[Any, dict] = field(default_factory=dict)
 
     @property
     def seed(self) -> int:
@@ -75,9 +78,10 @@ class AvatarizationResult:
         return self.metric_options(options, **settings), overrides
 
     def signal_metrics(self, **overrides: Any) -> SignalMetrics:
-        """``ga.signal_metrics`` between this run's originals and released avatars."""
-        return signal_metrics(self.original, to_pandas(self.avatars),
-                              **self._measured_with(overrides))
+        """``ga.signal_metrics`` between this run's originals and released avatars (the
+        shares of grouped modalities compared as grouped)."""
+        settings = {"groups": self.grouped_modalities, **self._measured_with(overrides)}
+        return signal_metrics(self.original, to_pandas(self.avatars), **settings)
 
     def batch_privacy_metrics(self, options: Any = None, **overrides: Any) -> pd.DataFrame:
         """Privacy metrics of each batch (originals of the batch against their avatars), one

@@ -72,6 +72,21 @@ FRENCH: dict[str, str] = {
     "avatar.":
         " Avec zero_distance = 'bounded', les doublons d'une ligne ne prennent plus tout le poids "
         "de son avatar.",
+    "Rare modalities grouped before the projection (released as the value after the arrow): "
+    "{groups}.":
+        "Modalités rares regroupées avant la projection (publiées sous la valeur après la "
+        "flèche) : {groups}.",
+    "Grouping the rare modalities of the categorical columns (rare_modalities) would release "
+    "none of their unique values: {metric} would rise to {value} %.":
+        "Regrouper les modalités rares des colonnes catégorielles (rare_modalities) ne "
+        "publierait aucune de leurs valeurs uniques : {metric} monterait à {value} %.",
+    "Shares not kept within one point, or a fifth of the share if that is larger (original "
+    "-> avatars): {shares}.":
+        "Proportions non conservées à un point près, ou à un cinquième de la proportion si "
+        "c'est plus (origine -> avatars) : {shares}.",
+    "{column} = {value}: {original} % -> {avatars} %":
+        "{column} = {value} : {original} % -> {avatars} %",
+    "missing": "manquante",
     "Released as declared, although they could identify a person: {columns}.":
         "Publiées telles que déclarées, bien qu'elles puissent identifier une personne : "
         "{columns}.",
@@ -182,10 +197,11 @@ FRENCH: dict[str, str] = {
     "confidentialité avec la moindre perte de signal (distance de Hellinger moyenne la plus "
     "faible).",
     "No candidate meets every privacy target. Try a larger k, more projection axes (ncp), "
-    "column weights that lower identifying columns, or fewer modalities (group rare "
-    "categories).": "Aucun candidat n'atteint tous les objectifs de confidentialité. Essayez "
-    "un k plus grand, plus d'axes de projection (ncp), des poids de colonnes qui réduisent les "
-    "colonnes identifiantes, ou moins de modalités (regroupez les catégories rares).",
+    "column weights that lower identifying columns, or fewer modalities (group rare ones: "
+    "rare_modalities).": "Aucun candidat n'atteint tous les objectifs de confidentialité. "
+    "Essayez un k plus grand, plus d'axes de projection (ncp), des poids de colonnes qui "
+    "réduisent les colonnes identifiantes, ou moins de modalités (regroupez les rares : "
+    "rare_modalities).",
     "Targets judged, with the advice's safety margin: {targets}. Green: the candidate meets "
     "the target; red: it misses it.": "Objectifs jugés, avec la marge de sécurité du conseil : "
     "{targets}. Vert : le candidat atteint l'objectif ; rouge : il le manque.",

@@ -24,6 +24,7 @@ import pandas as pd
 from ..backend import to_pandas
 from ..encoding import CATEGORICAL, CONTINUOUS, IDENTIFIER, TableEncoder
 from ..encoding.kinds import DROPPED, EXCLUDED
+from ..encoding.rare import protection_if_grouped
 from ..metrics import AttackMetrics, PrivacyMetrics, SignalMetrics
 from ..metrics.attacks.inference import INFERENCE_TOLERANCE
 from ..metrics.catalogue import (
@@ -140,6 +141,7 @@ def _table_part(
     slug: str | None = None,
     level: int = 2,
     knowingly_released: list = (),
+    grouped_modalities: Mapping[Any, Mapping[Any, Any]] | None = None,
     with_verdict: bool = True,
 ) -> Part:
     new_figure = _matplotlib()
@@ -171,6 +173,7 @@ def _table_part(
              for kind, columns in kinds.items()]
     part.section("parameters", tr("Run parameters"),
                  *_knowingly_released(knowingly_released, tr),
+                 *_grouped(grouped_modalities or {}, tr),
                  _text_table([tr("parameter"), tr("value")], rows))
 
     all_timings = {tr("avatarization: {step}", step=tr(k)): v for k, v in (timings or {}).items()}
@@ -206,6 +209,7 @@ def _table_part(
             Text(tr("Column whose unique values the avatars repeat most: {column} ({value} % "
                     "protected).", column=privacy.worst_direct_match_column,
                     value=tr.number(privacy.column_direct_match_protection, ".1f")), "note"),
+            *_grouping_lift(privacy, kinds[CATEGORICAL], tr),
             *_copies(privacy, parameters, tr))
     else:
         part.section("privacy", tr("Privacy metrics"), Text(tr(
@@ -219,6 +223,7 @@ def _table_part(
         [tr("variable"), tr("Hellinger distance")],
         [[v, tr.number(h)] for v, h in signal.hellinger_per_variable.items()], numeric=(1,))
     part.section("signal", tr("Signal metrics"), _metrics_table(frame, tr),
+                 *_shares_off(signal.shares_off, tr),
                  Details(tr("Hellinger distance per variable"), [per_variable]))
 
     figures = []
@@ -256,6 +261,55 @@ def _copies(privacy: PrivacyMetrics, parameters: Mapping[str, Any] | None,
         text += tr(" With zero_distance = 'bounded', a row's duplicates no longer take all the "
                    "weight of its avatar.")
     return [Text(text, "note")]
+
+
+def _grouped(groups: Mapping[Any, Mapping[Any, Any]], tr: Translator) -> list:
+    """The line listing the rare modalities grouped before the projection, per column."""
+    if not groups:
+        return []
+    labels = {}  # column -> label -> its grouped values
+    for column, group in groups.items():
+        for value, label in group.items():
+            labels.setdefault(column, {}).setdefault(label, []).append(str(value))
+    shown = 10  # values listed per group, then how many more
+
+    def listed(values: list[str]) -> str:
+        more = f", ... (+{len(values) - shown})" if len(values) > shown else ""
+        return ", ".join(values[:shown]) + more
+
+    text = "; ".join(f"{column}: " + ", ".join(
+        f"{listed(values)} -> {label}" for label, values in by_label.items())
+        for column, by_label in labels.items())
+    return [Text(tr("Rare modalities grouped before the projection (released as the value "
+                    "after the arrow): {groups}.", groups=text), "note")]
+
+
+def _grouping_lift(privacy: PrivacyMetrics, categorical: list, tr: Translator) -> list:
+    """When column_direct_match_protection fails on a categorical column: the line saying how
+    far grouping rare modalities would lift it."""
+    name = "column_direct_match_protection"
+    value = privacy.column_direct_match_protection
+    lifted = protection_if_grouped(privacy.column_direct_match_protection_per_variable,
+                                   categorical)
+    if PRIVACY_TARGETS[name].passed(value) is not False or lifted <= value:
+        return []
+    return [Text(tr("Grouping the rare modalities of the categorical columns (rare_modalities) "
+                    "would release none of their unique values: {metric} would rise to "
+                    "{value} %.", metric=name, value=tr.number(lifted, ".1f")), "note")]
+
+
+def _shares_off(shares_off: pd.DataFrame, tr: Translator) -> list:
+    """The line naming the shares the avatars do not keep within their tolerance."""
+    if shares_off.empty:
+        return []
+    shares = "; ".join(
+        tr("{column} = {value}: {original} % -> {avatars} %", column=row.column,
+           value=tr("missing") if row.value is None else row.value,
+           original=tr.number(100 * row.original, ".1f"),
+           avatars=tr.number(100 * row.avatars, ".1f"))
+        for row in shares_off.itertuples())
+    return [Text(tr("Shares not kept within one point, or a fifth of the share if that is "
+                    "larger (original -> avatars): {shares}.", shares=shares), "note")]
 
 
 def _knowingly_released(columns: list, tr: Translator) -> list:
@@ -299,6 +353,7 @@ def _result_options(result: Any) -> dict[str, Any]:
         avatars=to_pandas(result.avatars), types=dict(run.types),
         parameters=parameters, timings=result.timings, backend=run.backend,
         knowingly_released=result.knowingly_released,
+        grouped_modalities=result.grouped_modalities,
     )
 
 
@@ -355,7 +410,7 @@ def advice_blocks(advice: Any, tr: Translator) -> list:
     else:
         verdict = tr("No candidate meets every privacy target. Try a larger k, more projection "
                      "axes (ncp), column weights that lower identifying columns, or fewer "
-                     "modalities (group rare categories).")
+                     "modalities (group rare ones: rare_modalities).")
     targets = ", ".join(f"{name} {_target_text(target, tr)}"
                         for name, target in advice.targets.items()
                         if target.threshold is not None)

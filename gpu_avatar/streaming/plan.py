@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..pipeline.batches import plan_order, split_plan
@@ -42,9 +43,10 @@ def make_plan(
     types: Mapping[Any, str],
     imputation: str,
     keep_batches: bool = False,
+    rare: RareModalities | None = None,
 ) -> tuple[StreamPlan, SourceScan, list[np.ndarray] | None]:
-    """The plan (the in-memory plan's batches), the scan, and the batches' row positions
-    when ``keep_batches``."""
+    """The plan (the in-memory plan's batches, modalities grouped by ``rare``), the scan, and
+    the batches' row positions when ``keep_batches``."""
     n = source.n_rows
     if n <= batch_size:
         return StreamPlan(n, [n]), scan_source(source, types, imputation, sequence), None
@@ -52,7 +54,7 @@ def make_plan(
     rank_type = np.int32 if n < 2**31 else np.int64
     ranks = np.empty(n, dtype=rank_type)  # global row id -> position in the seeded order
     ranks[order] = np.arange(n, dtype=rank_type)
-    scan = scan_source(source, types, imputation, sequence, ranks)
+    scan = scan_source(source, types, imputation, sequence, ranks, rare)
     del ranks
     covering = np.unique(order[scan.covering])
     pieces = split_plan(order, covering, batch_size)
@@ -80,5 +82,6 @@ def plan_parquet(
         raise AvatarError("batch_size is required: the number of rows avatarized at once")
     source_ = open_source(source)
     plan, _, pieces = make_plan(source_, parameters.batch_size, seed_sequence(parameters.seed),
-                                parameters.types, parameters.imputation, True)  # fmt: skip
+                                parameters.types, parameters.imputation, True,
+                                RareModalities.of(parameters))  # fmt: skip
     return pieces if pieces is not None else [np.arange(plan.n_rows)]

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..backend import resolve_backend
+from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
@@ -342,7 +343,8 @@ def avatarize_parquet(
     tick = time.perf_counter()
     with steps.step("scan"):
         plan, scan, _ = make_plan(
-            source_, batch_size, sequence, parameters.types, parameters.imputation
+            source_, batch_size, sequence, parameters.types, parameters.imputation,
+            rare=RareModalities.of(parameters),
         )
     timings["scan"] = time.perf_counter() - tick
     manifest = {
@@ -416,7 +418,7 @@ def avatarize_parquet(
         tick = time.perf_counter()
         first = load_batch(tasks[0], context)
         check_device_memory(backend_, len(first), first.shape[1], parameters.k, parameters.ncp)
-        context.model, _ = fit_model(first, parameters, backend_)
+        context.model, _ = fit_model(first, parameters, backend_, scan.groups)
         del first
         timings["fit"] = time.perf_counter() - tick
 

@@ -5,7 +5,8 @@ rules a table in memory follows.
    dictionaries of the dictionary columns and whether each integer or boolean column holds a
    missing value (the Parquet statistics say so where they can, else the column is read);
 2. ``scan_source``: the encoder learns the columns it must know over the whole dataset
-   (``TableEncoder.partial_fit``: kinds, modalities and modes, missing values, identifiers)
+   (``TableEncoder.partial_fit``: kinds, modalities and modes, missing values, identifiers;
+   the groups of rare modalities, which a batched run's first batch cannot learn alone)
    and, for a batched run, the covering scan records the first plan rank of every value
    (``batches.CoveringScan``): the covering rows are then the in-memory plan's.
 
@@ -25,6 +26,7 @@ import pandas as pd
 
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder, detect_kind
 from ..encoding.identifying import IdentifyingColumn, refuse_undeclared
+from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..parameters import column_kind
 from ..pipeline.apart import ColumnsApart
@@ -36,12 +38,13 @@ from .source import CHUNK_ROWS, ParquetSource, _pyarrow, frame_dtypes, to_frame
 class SourceScan:
     """What the scan learns: the dataset's dtypes, what the identifier columns need (taken
     values, pseudonyms: ``pipeline/apart.py``), for a batched run the plan ranks of the
-    covering rows, and the columns released knowingly (``encoding.identifying``, on the
-    first chunk)."""
+    covering rows and the groups of rare modalities (``encoding/rare.py``), and the columns
+    released knowingly (``encoding.identifying``, on the first chunk)."""
 
     dtypes: dict[str, Any]
     apart: ColumnsApart
     covering: np.ndarray | None = None
+    groups: dict[Any, dict] | None = None
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
 
 
@@ -103,10 +106,11 @@ def scan_source(
     imputation: str,
     sequence: np.random.SeedSequence,
     ranks: np.ndarray | None = None,
+    rare: RareModalities | None = None,
 ) -> SourceScan:
     """The scan (see the module docstring). ``ranks`` (global row id -> position in the
     seeded order) is given for a batched run, whose covering needs the first rank of every
-    value."""
+    value, and its modalities grouped by ``rare``."""
     dtypes = dataset_dtypes(source)
     unknown = [c for c in types if c not in source.columns]
     if unknown:
@@ -125,7 +129,8 @@ def scan_source(
     scan = SourceScan(dtypes, apart, knowingly_released=knowingly_released)
     if not read:
         return scan
-    encoder = TableEncoder({c: k for c, k in types.items() if c in read}, imputation)
+    encoder = TableEncoder({c: k for c, k in types.items() if c in read}, imputation,
+                           rare=rare if ranks is not None else None)
     categorical = [c for c in read if kinds[c] == CATEGORICAL]
     covering = CoveringScan(read, categorical) if ranks is not None else None
     for start, table in source.chunks(read):
@@ -144,4 +149,5 @@ def scan_source(
     apart.draw()
     if covering is not None:
         scan.covering = covering.ranks(encoder)
+        scan.groups = encoder.groups_
     return scan

@@ -1,0 +1,83 @@
+"""Calibrated shares (``AvatarParameters.calibrate_shares``): the avatars keep the original's
+missing shares and category shares.
+
+A barycentre shrinks rare values: an avatar draws a value with the summed weight of its
+neighbours holding it, and an individual with a rare value weighs little among the neighbours
+of the others, so a condition held by 6 % of the rows comes out at 2 to 4 %, a column missing
+in 6 % at 2 %. After the draws, the values are re-decided, variable by variable, against the
+originals of the same batch:
+
+- variables: each categorical column, its missing cells as one more value, and each other
+  column with missing cells, missing or not;
+- quotas: a value held by at least ``SHARE_FLOOR`` of the rows and at least k rows gets its
+  original count. A rarer one is never raised: dropping one held by under ``SHARE_FLOOR``
+  stays within ``share_tolerance``, and one held by fewer than k rows would be raised mostly
+  on its own holders' avatars (few of their neighbours hold it), bringing avatars back to
+  their originals (such values are better grouped: ``rare_modalities``). The rows this leaves
+  are shared among the others by their counts;
+- which avatars change: those holding a value above its quota, each to a value below its
+  quota that one of its neighbours holds; the changes are drawn, seeded, without
+  replacement, each with weight its likelihood ratio (the new value's summed neighbour
+  weight over the old one's), so the avatars most likely to hold a value are the most likely
+  to get it. An avatar keeps a value its neighbours hold: a value no remaining candidate's
+  neighbours hold stays under its quota (``SignalMetrics.shares_off`` names what stays off).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..encoding import TableEncoder
+from ..metrics.signal import SHARE_FLOOR
+from ..synthesis import calibration_uniforms
+
+
+def calibrate_shares(
+    encoder: TableEncoder,
+    original_codes: np.ndarray,
+    avatar_codes: np.ndarray,
+    neighbours: np.ndarray,
+    weights: np.ndarray,
+    seed: np.random.SeedSequence,
+) -> np.ndarray:
+    """``avatar_codes`` (n, pk: the encoder's categorical codes, then its missing indicators)
+    with their shares calibrated on ``original_codes`` (the same layout, the same rows),
+    given each avatar's ``neighbours`` (n, k, rows of ``original_codes``) and ``weights``."""
+    from ..synthesis_kernels import calibrate
+
+    variables = _variables(encoder)
+    if not variables:
+        return avatar_codes
+    n = len(original_codes)
+    original = np.stack([_combined(original_codes, *v) for v in variables])
+    avatars = np.stack([_combined(avatar_codes, *v) for v in variables])
+    calibrate(original, avatars, np.array([v[2] + (v[1] is not None) for v in variables]),
+              np.ascontiguousarray(neighbours, dtype=np.int64), np.ascontiguousarray(weights),
+              calibration_uniforms(len(variables), n, seed),
+              max(SHARE_FLOOR * n, neighbours.shape[1]))
+    out = avatar_codes.copy()
+    for (code, indicator, m), values in zip(variables, avatars, strict=True):
+        if indicator is not None:
+            out[:, indicator] = values == m
+        if code is not None:  # a missing cell keeps its drawn code: decode leaves it out
+            out[:, code] = np.where(values == m, out[:, code], values)
+    return out
+
+
+def _variables(encoder: TableEncoder) -> list[tuple[int | None, int | None, int]]:
+    """(code column, indicator column, modalities) of every variable calibrated: a
+    categorical column (its indicator if it has one), a continuous column's indicator (one
+    value: present)."""
+    first_indicator = len(encoder.categorical_columns_)
+    indicators = {c: first_indicator + j for j, c in enumerate(encoder.indicator_columns_)}
+    variables = [(j, indicators.get(c), len(encoder.specs_[c].modalities))
+                 for j, c in enumerate(encoder.categorical_columns_)]
+    variables += [(None, indicators[c], 1) for c in encoder.continuous_columns_
+                  if c in indicators]
+    return variables
+
+
+def _combined(codes: np.ndarray, code: int | None, indicator: int | None, m: int) -> np.ndarray:
+    """A variable's values: its codes, ``m`` where missing."""
+    values = codes[:, code] if code is not None else np.zeros(len(codes), dtype=np.int64)
+    return values if indicator is None else np.where(codes[:, indicator] == 1, m, values)
