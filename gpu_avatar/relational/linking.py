@@ -422,8 +422,10 @@ class DatabaseRun:
                 ),
             )
         del enriched  # with the result's originals and shuffled avatars: only these kept
+        own = self.data[name].columns
         self.table_runs[name] = TableRun(
-            result.parameters, result.projection_kind, result.timings, result.batches
+            result.parameters, result.projection_kind, result.timings, result.batches,
+            {c: g for c, g in result.grouped_modalities.items() if c in own},
         )
         avatars = result.sensitive_unshuffled_avatars
         del result

@@ -32,14 +32,16 @@ class LinkReport:
 
 @dataclass
 class TableRun:
-    """How one table was avatarized: its parameters (seed: the table's entropy), step timings
-    and batches. Its enriched originals and avatars are not kept: they are as long as the table
-    and only the run needs them."""
+    """How one table was avatarized: its parameters (seed: the table's entropy), step timings,
+    batches and its columns' grouped rare modalities ({column: {value: group}}). Its enriched
+    originals and avatars are not kept: they are as long as the table and only the run needs
+    them."""
 
     parameters: AvatarParameters
     projection_kind: str
     timings: dict[str, float] = field(default_factory=dict)
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions
+    grouped_modalities: dict[Any, dict] = field(default_factory=dict)
 
 
 @dataclass

@@ -369,7 +369,7 @@ def database_signal_metrics(result: DatabaseAvatarizationResult, **options: Any)
                     table_variables(result, name, False),
                     table_variables(result, name, True),
                     types=table_types(result, name),
-                    **options,
+                    **{"groups": result.table_results[name].grouped_modalities, **options},
                 ),
             )
         )

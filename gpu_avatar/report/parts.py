@@ -649,6 +649,7 @@ def _database_part(
             table_variables(result, table, False), table_variables(result, table, True), steps,
             tr, name=tr("Table {name}", name=table), types=table_types(result, table),
             ncp=run.parameters.ncp, parameters=parameters, timings=run.timings,
+            grouped_modalities=run.grouped_modalities,
             privacy=standalone(privacy, table), signal=standalone(signal, table),
             individual_level=db.is_individual_level(table), backend=result.parameters.backend,
             slug=f"{part.slug}-table-{slugify(table)}", level=level + 2,
