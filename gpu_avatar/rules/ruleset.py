@@ -23,10 +23,12 @@ import pandas as pd
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..metrics.signal import HELLINGER_BINS, categorical_hellinger, continuous_hellinger
 from .base import Encodable, Rule
+from .children import BoundedSteps, CountPerParent, Increasing
 from .table import RULE_CLASSES, Derived, Inequality, Range, comparable
 from .values import Neighbours, Quantity, is_quantity, same_values
 
-RULES: Mapping[str, type[Rule]] = RULE_CLASSES
+RULES: Mapping[str, type[Rule]] = {
+    **RULE_CLASSES, **{cls.kind: cls for cls in (CountPerParent, Increasing, BoundedSteps)}}
 MAX_PASSES = 5  # rounds of repairs (a repair may break another rule) before giving up
 ENCODING, REPAIR = "encoding", "repair"
 

@@ -14,6 +14,7 @@ from rule_helpers import broken_count
 from gpu_avatar.errors import AvatarError, FixableError
 from gpu_avatar.metrics.signal import categorical_hellinger
 from gpu_avatar.rules import (
+    CountPerParent,
     Derived,
     Inequality,
     Range,
@@ -129,6 +130,7 @@ CONFIG = """
 - {rule: range, column: karnof, low: 70}
 - {rule: sum, parts: [s1, s2, s3]}
 - {rule: rounding, column: age5, step: 5}
+- {rule: count_per_parent, column: etype, value: death, by: patient, keep_exceptions: true}
 """
 
 
@@ -141,6 +143,7 @@ def test_rules_read_from_yaml_are_those_written_in_python():
         Range("karnof", low=70),
         SumTo(["s1", "s2", "s3"], total=1),
         Rounding("age5", step=5),
+        CountPerParent("etype", "death", by="patient", keep_exceptions=True),
     )
 
 
