@@ -6,6 +6,7 @@ result.avatars                       # the release
 result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
+from . import rules  # ga.rules.RuleSet, ga.rules.Inequality...
 from .advice import Advice, advise, advise_database
 from .backend import Backend, resolve_backend
 from .encoding.identifying import IdentifyingColumnsError
@@ -78,6 +79,7 @@ __all__ = [
     "read_table",
     "read_table_file",
     "release_verdict",
+    "rules",
     "signal_metrics",
     "split_holdout",
     "resolve_backend",

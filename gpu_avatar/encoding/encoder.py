@@ -448,7 +448,7 @@ class TableEncoder:
             spec = self.specs_[name]
             mask = missing_masks.get(name)
             if spec.kind == CONTINUOUS:
-                out[name] = _decode_continuous(spec, continuous[:, position[name]], mask)
+                out[name] = decode_continuous(spec, continuous[:, position[name]], mask)
             elif spec.kind == CATEGORICAL:
                 out[name] = _decode_categorical(spec, categorical[:, position[name]], mask)
             else:
@@ -567,7 +567,7 @@ def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
+def decode_continuous(spec: ColumnSpec, values: np.ndarray, mask: np.ndarray | None) -> pd.Series:
     """A continuous column at its learnt precision (``precision.py``; text: as written,
     ``text_values.py``): rounding keeps a value inside the observed range it was in."""
     if spec.text is not None:
