@@ -10,6 +10,11 @@ intrinsics (no fused multiply-add), node boxes only prune or count whole nodes w
 margin, and no result depends on a float atomic: the GPU decides every comparison exactly as
 the CPU does.
 
+Every kernel is cached on disk (``cache=True``: next to this file in ``__pycache__``, or under
+``NUMBA_CACHE_DIR``), per compute capability and CUDA version, as the CPU kernels are: a later
+process loads it instead of compiling it. numba keys the cache on this file only: after editing
+a walk of another module, clear this module's cache.
+
 Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, how the test suite runs these kernels
 without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: the
 backend imports it only for the GPU (``Backend.kernels``).
@@ -67,7 +72,7 @@ _register_for_cuda()
 
 
 # ------------------------------------------------------------------------------- kernels
-@cuda.jit
+@cuda.jit(cache=True)
 def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x, own, cloaking,
                  hidden):  # fmt: skip
     p = cuda.grid(1)
@@ -79,7 +84,7 @@ def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x,
         hidden[p] = hides
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_index, y, first,
                         second):  # fmt: skip
     p = cuda.grid(1)
@@ -96,7 +101,7 @@ def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_in
 def _knn_kernel(capacity: int):
     """The kNN kernel whose per-thread top-k holds up to ``capacity`` neighbours."""
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(points, order, start, stop, left, right, lower, upper, low_index, queries, k,
                indices, squared):  # fmt: skip
         t = cuda.grid(1)
@@ -119,7 +124,7 @@ def _mixed_kernel(capacity: int):
     """The mixed-type nearest-references kernel, one thread per query, its top-k in local
     arrays of ``capacity``."""
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(references, categorical, queries, k, indices, distances):
         t = cuda.grid(1)
         if t < queries.shape[0]:
@@ -137,14 +142,14 @@ def _mixed_kernel(capacity: int):
     return kernel
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _verify_kernel(points, candidates, k, indices, squared):
     i = cuda.grid(1)
     if i < candidates.shape[0]:
         verify_row(points, candidates, i, k, squared[i], indices[i])
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _synthesis_kernel(continuous, codes, neighbours, weights, uniforms, out_continuous,
                       out_codes):  # fmt: skip
     r = cuda.grid(1)
