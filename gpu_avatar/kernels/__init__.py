@@ -14,10 +14,22 @@
 Compiled passes that serve one caller live next to it: ``synthesis_kernels.py`` (also run by
 ``cuda.py``), ``projection/modalities.py``, ``relational/transport.py``. Kernels compile on
 first use and are cached on disk; numba keys a cache on the compiled function's own file only,
-so after editing a walk that another module inlines, clear that module's ``__pycache__``.
+so after editing a walk that another module inlines, clear that module's ``__pycache__``. The
+CPU drivers pass their kernels ``host_array``s and Python ints, so that each kernel compiles
+once whatever arrays the caller has.
 """
 
 import threading
 
+import numpy as np
+
 # numba's default threading layer refuses concurrent parallel calls: every driver takes this.
 LOCK = threading.Lock()
+
+
+def host_array(values, dtype) -> np.ndarray:
+    """``values`` as a writable C-contiguous numpy array of ``dtype``, copied only when it is
+    not one already: what the CPU drivers pass their kernels, since numba compiles a kernel
+    again for each other dtype, memory layout or read-only flag of an argument."""
+    array = np.ascontiguousarray(values, dtype=dtype)
+    return array if array.flags.writeable else array.copy()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from . import LOCK
-from .tree import exact_add, exact_sub, keep_best, shared
+from . import LOCK, host_array
+from .tree import cpu_walks, exact_add, exact_sub, keep_best, shared
 
 
 def mixed_distance(a, i, b, j, categorical, cap):
@@ -47,10 +47,7 @@ def nearest_mixed_scan(references, first, last, categorical, queries, q, k, best
     return best_d[k - 1] != 0.0
 
 
-# Compiled inline into their callers, on the CPU here (numba's generic registry, inlined in
-# numba's IR: as fast as the walk written out in one kernel) and on the GPU by
-
-
+# Compiled inline into their callers: on the CPU (``tree.shared``), on the GPU by ``cuda.py``.
 SHARED = shared(mixed_distance, nearest_mixed_scan)
 
 
@@ -64,9 +61,9 @@ def nearest_mixed(references: np.ndarray, categorical: np.ndarray, queries: np.n
     ordered by (distance, index): ``nearest_mixed_scan`` over the references block by block
     (in index order, so ties still go to the lower index), queries in parallel."""
     with LOCK:
-        return _nearest_mixed(np.ascontiguousarray(references, dtype=np.float64),
-                              np.ascontiguousarray(categorical, dtype=np.bool_),
-                              np.ascontiguousarray(queries, dtype=np.float64), k)
+        return _nearest_mixed(host_array(references, np.float64),
+                              host_array(categorical, np.bool_),
+                              host_array(queries, np.float64), int(k))
 
 
 @njit(cache=True, parallel=True)
@@ -83,9 +80,11 @@ def _nearest_mixed(references, categorical, queries, k):
             last = min(first + _MIXED_REFERENCES, m)
             for q in range(lo, hi):
                 if open_[q - lo]:
-                    open_[q - lo] = nearest_mixed_scan(references, first, last, categorical,
-                                                       queries, q, k, best_d[q - lo],
-                                                       best_i[q - lo])
-        indices[lo:hi] = best_i
-        distances[lo:hi] = best_d
+                    open_[q - lo] = cpu_walks.nearest_mixed_scan(
+                        references, first, last, categorical, queries, q, k, best_d[q - lo],
+                        best_i[q - lo])
+        for q in range(lo, hi):  # element by element: a block copy compiles numba's shape-error
+            for slot in range(k):  # text
+                indices[q, slot] = best_i[q - lo, slot]
+                distances[q, slot] = best_d[q - lo, slot]
     return indices, distances
