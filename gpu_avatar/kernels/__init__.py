@@ -22,9 +22,34 @@ once whatever arrays the caller has.
 import threading
 
 import numpy as np
+from numba.core import event
+
+from ..progress import notice
 
 # numba's default threading layer refuses concurrent parallel calls: every driver takes this.
 LOCK = threading.Lock()
+# Said once a process, on the progress output, when a kernel compiles: the seconds are those of
+# every CPU kernel a default run meets (benchmarks/bench_compile.py, 2 cores).
+COMPILE_NOTICE = "compiling the CPU kernels once (about 20 s; cached afterwards)"
+
+
+class _CompileNotice(event.Listener):
+    """Shows ``COMPILE_NOTICE`` when one of the kernels starts compiling. numba compiles a
+    kernel only when its disk cache has no entry for it (a cold or outdated cache), so this costs
+    nothing when the cache is warm; shown once a process, above the first progress bar open
+    when a kernel compiles."""
+
+    shown = False
+
+    def on_start(self, ev) -> None:
+        if not self.shown and ev.data["dispatcher"].py_func.__module__.startswith("gpu_avatar."):
+            self.shown = notice(COMPILE_NOTICE)
+
+    def on_end(self, ev) -> None:
+        pass
+
+
+event.register("numba:compile", _CompileNotice())
 
 
 def host_array(values, dtype) -> np.ndarray:
