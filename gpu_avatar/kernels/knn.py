@@ -239,7 +239,8 @@ def _leaf_neighbours(
         for p in range(m):
             bound = max(bound, kth[p])
             worst = max(worst, best_i[p, k - 1])
-    for p in range(m):  # element by element: a row copy compiles numba's shape-error text
+    # element by element: a row copy would compile numba's shape-mismatch message
+    for p in range(m):
         for slot in range(k):
             indices[order[s + p], slot] = best_i[p, slot]
             squared[order[s + p], slot] = best_d[p, slot]

@@ -83,8 +83,9 @@ def _nearest_mixed(references, categorical, queries, k):
                     open_[q - lo] = cpu_walks.nearest_mixed_scan(
                         references, first, last, categorical, queries, q, k, best_d[q - lo],
                         best_i[q - lo])
-        for q in range(lo, hi):  # element by element: a block copy compiles numba's shape-error
-            for slot in range(k):  # text
+        # element by element: a block copy would compile numba's shape-mismatch message
+        for q in range(lo, hi):
+            for slot in range(k):
                 indices[q, slot] = best_i[q - lo, slot]
                 distances[q, slot] = best_d[q - lo, slot]
     return indices, distances
