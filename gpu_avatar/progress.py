@@ -6,10 +6,13 @@ writers) accept:
 - ``None`` or ``False`` (the default): silent;
 - ``True``: a tqdm bar on stderr, removed when done;
 - a callable ``progress(step, done, total)``, called after each step (``total`` may be None).
+
+A notice (``notice``: the kernels compiling on first use) is a line written above the bars.
 """
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -84,6 +87,17 @@ class Steps:
             self._bar.close()
             self._bar = None
             _open_bars.discard(self)
+
+
+def notice(text: str) -> bool:
+    """Write ``text`` as a line above the open bars; False when none is open (no step under
+    way reports to a bar: nothing is written)."""
+    if not _open_bars:
+        return False
+    from tqdm import tqdm
+
+    tqdm.write(text, file=sys.stderr)
+    return True
 
 
 def close_all() -> None:

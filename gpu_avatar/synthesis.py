@@ -156,8 +156,9 @@ def synthesize(
     check_choice("categorical", categorical, CATEGORICAL_RULES)
     xp = backend.xp
     n, k = neighbour_indices.shape
-    continuous = backend.asarray(continuous)
-    codes = backend.asarray(codes)
+    # the kernels' argument types, made once here rather than by each window's call
+    continuous = xp.ascontiguousarray(backend.asarray(continuous), dtype=xp.float64)
+    codes = xp.ascontiguousarray(backend.asarray(codes), dtype=xp.int64)
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
     kept = np.empty((n, k)) if keep_weights else None

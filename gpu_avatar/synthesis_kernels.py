@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .kernels import LOCK
-from .kernels.tree import exact_add, exact_mul, shared
+from .kernels import LOCK, host_array
+from .kernels.tree import cpu_walks, exact_add, exact_mul, shared
 
 
 def synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,
@@ -56,21 +56,23 @@ def synthesize_block(continuous, codes, neighbours, weights, uniforms):
     out_continuous = np.empty((neighbours.shape[0], continuous.shape[1]))
     out_codes = np.empty((neighbours.shape[0], codes.shape[1]), np.int64)
     with LOCK:
-        _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes)
+        _synthesize(host_array(continuous, np.float64), host_array(codes, np.int64),
+                    host_array(neighbours, np.int64), host_array(weights, np.float64),
+                    host_array(uniforms, np.float64), out_continuous, out_codes)
     return out_continuous, out_codes
 
 
 @njit(cache=True, parallel=True)
 def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes):
     for r in prange(neighbours.shape[0]):
-        synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,
-                       out_codes)  # fmt: skip
+        cpu_walks.synthesize_row(continuous, codes, neighbours, weights, uniforms, r,
+                                 out_continuous, out_codes)  # fmt: skip
 
 
 def random_ranks(uniforms: np.ndarray) -> np.ndarray:
     """``synthesis.random_ranks``, compiled."""
     with LOCK:
-        return _random_ranks(np.ascontiguousarray(uniforms))
+        return _random_ranks(host_array(uniforms, np.float64))
 
 
 @njit(cache=True, parallel=True)

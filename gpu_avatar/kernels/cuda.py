@@ -12,6 +12,11 @@ intrinsics (no fused multiply-add), node boxes only prune or count whole nodes w
 margin, and no result depends on a float atomic: the GPU decides every comparison exactly as
 the CPU does.
 
+Every kernel is cached on disk (``cache=True``: next to this file in ``__pycache__``, or under
+``NUMBA_CACHE_DIR``), per compute capability and CUDA version, as the CPU kernels are: a later
+process loads it instead of compiling it. numba keys the cache on this file only: after editing
+a walk of another module, clear this module's cache.
+
 Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, how the test suite runs these kernels
 without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: the
 backend imports it only for the GPU (``Backend.kernels``).
@@ -75,7 +80,7 @@ _register_for_cuda()
 
 
 # ------------------------------------------------------------------------------- kernels
-@cuda.jit
+@cuda.jit(cache=True)
 def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x, own, cloaking,
                  hidden):  # fmt: skip
     p = cuda.grid(1)
@@ -87,7 +92,7 @@ def _rank_kernel(y, order, start, stop, left, right, lower, upper, low_index, x,
         hidden[p] = hides
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_index, y, first,
                         second, nearest):  # fmt: skip
     p = cuda.grid(1)
@@ -115,7 +120,7 @@ def _count_within_kernel(points, start, stop, left, right, lower, upper, queries
 def _knn_kernel(capacity: int):
     """The kNN kernel whose per-thread top-k holds up to ``capacity`` neighbours."""
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(points, order, start, stop, left, right, lower, upper, low_index, queries, k,
                indices, squared):  # fmt: skip
         t = cuda.grid(1)
@@ -143,7 +148,7 @@ def _mixed_kernel(capacity: int, tile_values: int):
     a tile (or of no column) are read from device memory, in one pass."""
     slots = MAX_K // capacity
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(references, m, categorical, queries, first_query, last_query, per_thread, k,
                indices, distances):  # fmt: skip
         tile = cuda.shared.array(tile_values, np.float64)
@@ -186,14 +191,14 @@ def _mixed_kernel(capacity: int, tile_values: int):
     return kernel
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _verify_kernel(points, candidates, k, indices, squared):
     i = cuda.grid(1)
     if i < candidates.shape[0]:
         verify_row(points, candidates, i, k, squared[i], indices[i])
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _synthesis_kernel(continuous, codes, neighbours, weights, uniforms, out_continuous,
                       out_codes):  # fmt: skip
     r = cuda.grid(1)

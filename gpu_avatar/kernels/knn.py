@@ -14,11 +14,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from . import LOCK
+from . import LOCK, host_array
 from .tree import (
     MARGIN,
     STACK,
     KDTree,
+    cpu_walks,
     is_point,
     keep_best,
     pair_squared,
@@ -83,12 +84,13 @@ SHARED = shared(knn_query, verify_row)
 def verify_candidates(points, candidates, far_squared, margin, k: int):
     """``verify_row`` for every row, and the rows whose result the index cannot guarantee
     (k-th distance >= the farthest candidate's minus ``margin``)."""
-    points = np.ascontiguousarray(points, dtype=np.float64)
+    points = host_array(points, np.float64)
     exhaustive = candidates.shape[1] >= points.shape[0]
     with LOCK:
         indices, squared, uncertain = _verify(
-            points, np.ascontiguousarray(candidates), far_squared, margin, k, exhaustive
-        )
+            points, host_array(candidates, np.int64), host_array(far_squared, np.float64),
+            host_array(margin, np.float64), int(k), exhaustive,
+        )  # fmt: skip
     return indices, squared, np.nonzero(uncertain)[0]
 
 
@@ -99,7 +101,7 @@ def _verify(points, candidates, far_squared, margin, k, exhaustive):
     squared = np.empty((n, k))
     uncertain = np.zeros(n, np.bool_)
     for i in prange(n):
-        verify_row(points, candidates, i, k, squared[i], indices[i])
+        cpu_walks.verify_row(points, candidates, i, k, squared[i], indices[i])
         uncertain[i] = not exhaustive and squared[i, k - 1] >= far_squared[i] - margin[i]
     return indices, squared, uncertain
 
@@ -119,7 +121,7 @@ def nearest_others(points: np.ndarray, k: int):
     columns = np.ascontiguousarray(tree.points.T)
     largest = int((tree.stop - tree.start)[leaves].max())
     with LOCK:
-        return _nearest_others(*tree.walk(), columns, leaves, largest, k)
+        return _nearest_others(*tree.walk(), columns, leaves, largest, int(k))
 
 
 @njit(cache=True, parallel=True)
@@ -188,7 +190,7 @@ def _leaf_neighbours(
             top += 2
             continue
         first, size = start[node], stop[node] - start[node]
-        measured = 1 if is_point(lower, upper, node) else size  # duplicates: one distance
+        measured = 1 if cpu_walks.is_point(lower, upper, node) else size  # duplicates: one distance
         for p in range(m):  # squared distance from every query to this leaf's box
             box_low[p] = 0.0
         for d in range(dim):
@@ -237,9 +239,11 @@ def _leaf_neighbours(
         for p in range(m):
             bound = max(bound, kth[p])
             worst = max(worst, best_i[p, k - 1])
+    # element by element: a row copy would compile numba's shape-mismatch message
     for p in range(m):
-        indices[order[s + p]] = best_i[p]
-        squared[order[s + p]] = best_d[p]
+        for slot in range(k):
+            indices[order[s + p], slot] = best_i[p, slot]
+            squared[order[s + p], slot] = best_d[p, slot]
 
 
 def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
@@ -250,7 +254,7 @@ def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
     stored = np.empty_like(tree.order)
     stored[tree.order] = np.arange(tree.order.size)
     with LOCK:
-        return _nearest_others_of(*tree.walk(), stored[rows], k)
+        return _nearest_others_of(*tree.walk(), stored[rows], int(k))
 
 
 @njit(cache=True, parallel=True)
@@ -262,7 +266,7 @@ def _nearest_others_of(
     for r in prange(queries.size):
         nodes = np.empty(STACK, np.int64)
         bounds = np.empty(STACK)
-        knn_query(
+        cpu_walks.knn_query(
             points, order, start, stop, left, right, lower, upper, low_index, queries[r], k,
             squared[r],
             indices[r], nodes, bounds,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from . import LOCK
-from .tree import exact_add, exact_sub, keep_best, shared
+from . import LOCK, host_array
+from .tree import cpu_walks, exact_add, exact_sub, keep_best, shared
 
 
 def mixed_distance(a, i, b, j, categorical, cap):
@@ -53,6 +53,7 @@ def nearest_mixed_scan(block, rows, offset, categorical, queries, q, k, best_d, 
     return best_d[k - 1] != 0.0
 
 
+# Compiled inline into their callers: on the CPU (``tree.shared``), on the GPU by ``cuda.py``.
 SHARED = shared(mixed_distance, nearest_mixed_scan)
 
 
@@ -67,9 +68,10 @@ def nearest_mixed(references: np.ndarray, categorical: np.ndarray, queries: np.n
     (in index order, so ties still go to the lower index), queries in parallel."""
     references = np.ascontiguousarray(references, dtype=np.float64)
     with LOCK:
+        references = host_array(references, np.float64)
         return _nearest_mixed(references.ravel(), references.shape[0],
-                              np.ascontiguousarray(categorical, dtype=np.bool_),
-                              np.ascontiguousarray(queries, dtype=np.float64), k)
+                              host_array(categorical, np.bool_),
+                              host_array(queries, np.float64), int(k))
 
 
 @njit(cache=True, parallel=True)
@@ -87,8 +89,12 @@ def _nearest_mixed(references, m, categorical, queries, k):
             block = references[first * columns : (first + rows) * columns]
             for q in range(lo, hi):
                 if open_[q - lo]:
-                    open_[q - lo] = nearest_mixed_scan(block, rows, first, categorical, queries,
-                                                       q, k, best_d[q - lo], best_i[q - lo])
-        indices[lo:hi] = best_i
-        distances[lo:hi] = best_d
+                    open_[q - lo] = cpu_walks.nearest_mixed_scan(
+                        block, rows, first, categorical, queries, q, k, best_d[q - lo],
+                        best_i[q - lo])
+        # element by element: a block copy would compile numba's shape-mismatch message
+        for q in range(lo, hi):
+            for slot in range(k):
+                indices[q, slot] = best_i[q - lo, slot]
+                distances[q, slot] = best_d[q - lo, slot]
     return indices, distances

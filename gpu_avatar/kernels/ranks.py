@@ -18,13 +18,14 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from . import LOCK
+from . import LOCK, host_array
 from .tree import (
     LANES,
     MARGIN,
     STACK,
     KDTree,
     box_squared,
+    cpu_walks,
     exact_sub,
     is_point,
     pair_squared,
@@ -54,8 +55,8 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     avatars, originals = KDTree.build(y), KDTree.build(x)
     # Each original is queried in its own avatar's row order (x_i lies near y_i), and back:
     # neighbouring queries then visit the same nodes.
-    x_rows = np.ascontiguousarray(x[avatars.order], dtype=np.float64)
-    y_rows = np.ascontiguousarray(y[originals.order], dtype=np.float64)
+    x_rows = host_array(x[avatars.order], np.float64)
+    y_rows = host_array(y[originals.order], np.float64)
     block = _rank_block(own.size)
     if x.shape[1] <= SLOT_DIMENSIONS:
         slots = avatars.leaf_slots()
@@ -63,7 +64,8 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
         slots = ((), np.empty(0, np.int64), np.empty(0, np.int64))
     with LOCK:
         cloaking, hidden = _ranks(*avatars.walk(), *slots, x_rows,
-                                  own[avatars.order], _block_order(own.size, block),
+                                  host_array(own[avatars.order], np.float64),
+                                  _block_order(own.size, block),
                                   block)  # fmt: skip
         first, second, _ = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
     return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
@@ -73,7 +75,7 @@ def nearest_reference(queries: np.ndarray, references: np.ndarray):
     """``(index, squared)``: each query's nearest row of ``references``, the lowest index
     among equally near ones, and its squared distance (``two_nearest_query``)."""
     tree = KDTree.build(references)
-    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    queries = host_array(queries, np.float64)
     with LOCK:
         first, _, nearest = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
     return nearest, first
@@ -83,10 +85,10 @@ def count_within(queries: np.ndarray, references: np.ndarray, radius: float, lim
     """Per query, how many rows of ``references`` lie within Chebyshev distance ``radius``
     of it, counted up to ``limit`` (``count_within_query``)."""
     tree = KDTree.build(references)
-    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    queries = host_array(queries, np.float64)
     with LOCK:
         return _count_within(tree.points, tree.start, tree.stop, tree.left, tree.right,
-                             tree.lower, tree.upper, queries, radius, limit,
+                             tree.lower, tree.upper, queries, float(radius), int(limit),
                              _block_order(queries.shape[0]))  # fmt: skip
 
 
@@ -286,7 +288,7 @@ def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns,
             node = nodes[top]
             depth = depths[top]
             concerned = active[depth - 1, : sizes[depth - 1]]
-            if is_point(lower, upper, node):
+            if cpu_walks.is_point(lower, upper, node):
                 for p in concerned:
                     c, h, _ = _rank_visit(y, order, start, stop, left, lower, upper, low_index,
                                           x, own, p, node)  # fmt: skip
@@ -295,8 +297,8 @@ def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns,
                 continue
             passed = 0
             for p in concerned:  # without branches: the outcomes are unpredictable
-                near, inside = box_rule(x, p, lower, upper, node, own[p])
-                whole = inside * others_in(start, stop, node, p)
+                near, inside = cpu_walks.box_rule(x, p, lower, upper, node, own[p])
+                whole = inside * cpu_walks.others_in(start, stop, node, p)
                 cloaking[p] += whole
                 hidden[p] |= whole > 0
                 active[depth, passed] = p
@@ -320,7 +322,8 @@ def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns,
     return cloaking, hidden
 
 
-_rank_visit = njit(cache=True)(rank_visit)  # called, not inlined: compiled once for all
+# called, not inlined: compiled once for all
+_rank_visit = njit(cache=True)(cpu_walks.rank_visit.py_func)
 
 
 @njit(cache=True)
@@ -341,7 +344,7 @@ def _scan_slot(x, p, columns, lane_order, first_lane, radius, caller):
             diff = x[p, d] - columns[d][lane]
             d2 = d2 + diff * diff
         index = lane_order[lane]
-        counts, hide = pair_rule(d2, radius, index != caller, index < caller)
+        counts, hide = cpu_walks.pair_rule(d2, radius, index != caller, index < caller)
         count += counts
         hides |= hide
     return count, hides
@@ -358,7 +361,7 @@ def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y,
         nodes = np.empty(STACK, np.int64)
         bounds = np.empty(STACK)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
-            first[p], second[p], nearest[p] = two_nearest_query(
+            first[p], second[p], nearest[p] = cpu_walks.two_nearest_query(
                 x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
             )
     return first, second, nearest
@@ -373,6 +376,6 @@ def _count_within(points, start, stop, left, right, lower, upper, queries, radiu
     for item in prange(blocks.size):
         stack = np.empty(STACK, np.int64)
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
-            counts[p] = count_within_query(points, start, stop, left, right, lower, upper,
-                                           queries, p, radius, limit, stack)  # fmt: skip
+            counts[p] = cpu_walks.count_within_query(points, start, stop, left, right, lower,
+                                                     upper, queries, p, radius, limit, stack)
     return counts

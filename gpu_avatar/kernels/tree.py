@@ -15,12 +15,12 @@ run in the tree's leaf order: neighbouring queries visit the same nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import FunctionType, ModuleType
 
 import numpy as np
 from numba import njit, prange
-from numba.extending import overload, register_jitable
 
-from . import LOCK
+from . import LOCK, host_array
 
 LEAF_SIZE = 32
 # Lanes of a leaf slot (``KDTree.leaf_slots``): a compile-time width, so a leaf scan is one
@@ -53,9 +53,9 @@ class KDTree:
 
     @classmethod
     def build(cls, points: np.ndarray) -> KDTree:
-        points = np.ascontiguousarray(points, dtype=np.float64)
+        points = host_array(points, np.float64)
         with LOCK:
-            order, *nodes = _build(points, LEAF_SIZE)
+            order, *nodes = _build(points, int(LEAF_SIZE))
         return cls(points[order], order, *nodes)
 
     def walk(self):
@@ -96,12 +96,37 @@ class KDTree:
 
 # ------------------------------------------------------------------------- shared walks
 # Plain Python functions, compiled where they are called: inline by the njit drivers on the
-# CPU (``shared``) and by the kernels of ``cuda.py`` on the GPU (which registers them with
-# numba-cuda); the CUDA simulator runs them as Python. Scratch arrays (walk stacks, top-k
-# buffers) are passed in, as each target allocates them its own way. ``exact_sub``,
-# ``exact_mul`` and ``exact_add`` are the pair arithmetic of ``distances.py``: plain operations
-# on the CPU (numba emits no fused multiply-add), round-to-nearest intrinsics on the GPU (where
-# the compiler would otherwise contract a multiply and an add into one FMA).
+# CPU (their ``cpu_walks`` versions, ``shared``) and by the kernels of ``cuda.py`` on the GPU
+# (which registers them with numba-cuda); the CUDA simulator runs them as Python. Scratch arrays
+# (walk stacks, top-k buffers) are passed in, as each target allocates them its own way.
+# ``exact_sub``, ``exact_mul`` and ``exact_add`` are the pair arithmetic of ``distances.py``:
+# plain operations on the CPU (numba emits no fused multiply-add), round-to-nearest intrinsics
+# on the GPU (where the compiler would otherwise contract a multiply and an add into one FMA).
+
+cpu_walks = ModuleType(f"{__name__}.cpu_walks", "The CPU versions of the shared walks.")
+_cpu_namespaces: list[dict] = []  # the globals of the CPU versions
+
+
+def shared(*walks):
+    """Give each plain function a CPU version, ``cpu_walks.<name>``: ``njit(inline="always")``
+    of a copy of it whose calls to shared walks go to their CPU versions, so that numba inlines
+    the walks into the drivers that call them in its untyped IR, before typing (as fast as a
+    walk written out in one kernel). numba's other way, ``register_jitable(inline="always")``,
+    also compiles every walk on its own, once per signature, only to discard it: about a quarter
+    of the kernels' first-use compile time. ``cuda.py`` registers the plain functions for the
+    GPU."""
+    for walk in walks:
+        namespace = dict(walk.__globals__)
+        _cpu_namespaces.append(namespace)
+        copy = FunctionType(walk.__code__, namespace, walk.__name__, walk.__defaults__,
+                            walk.__closure__)  # fmt: skip
+        copy.__qualname__ = walk.__qualname__
+        setattr(cpu_walks, walk.__name__, njit(inline="always")(copy))
+    versions = {name: value for name, value in vars(cpu_walks).items()
+                if not name.startswith("__")}  # fmt: skip
+    for namespace in _cpu_namespaces:
+        namespace.update(versions)
+    return walks
 
 
 def exact_sub(a, b):
@@ -116,18 +141,7 @@ def exact_add(a, b):
     return a + b
 
 
-def _cpu_arithmetic(function):
-    """The CPU implementation of an ``exact_*`` operation: the operation itself."""
-
-    @overload(function, target="cpu", inline="always")
-    def implementation(a, b):
-        return function
-
-    return implementation
-
-
-for _operation in (exact_sub, exact_mul, exact_add):
-    _cpu_arithmetic(_operation)
+shared(exact_sub, exact_mul, exact_add)  # on the CPU, the operations themselves
 
 
 def pair_squared(a, i, b, j, cap):
@@ -222,24 +236,16 @@ def is_point(lower, upper, node):
     return True
 
 
-def shared(*walks):
-    """Register plain functions to be compiled inline into their callers on the CPU (numba's
-    generic registry, inlined in numba's IR: as fast as a walk written out in one kernel);
-    ``cuda.py`` registers the same tuple for the GPU."""
-    for walk in walks:
-        register_jitable(inline="always")(walk)
-    return walks
-
-
 SHARED = shared(pair_squared, squared, box_squared, children_low, push_children, keep_best,
                 is_point)  # fmt: skip
 
 
 # ------------------------------------------------------------------------- tree build
-@njit(cache=True)
+@njit(inline="always")
 def _select(order, points, dim, lo, hi, kth):
     """Quickselect: order[lo:hi] rearranged so that order[kth] holds the kth value of
-    points[:, dim], smaller-or-equal ones before it and greater-or-equal ones after."""
+    points[:, dim], smaller-or-equal ones before it and greater-or-equal ones after (inlined:
+    compiled on its own, it would be compiled twice, once for a literal ``dim`` of 0)."""
     while hi - lo > 1:
         a = points[order[lo], dim]
         b = points[order[(lo + hi) // 2], dim]

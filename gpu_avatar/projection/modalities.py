@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..kernels import host_array
+
 
 def modality_statistics(x: np.ndarray, codes: np.ndarray, offsets: np.ndarray):
     """``Projection._modality_statistics`` in one pass over the rows (single-threaded: each
     sum runs over the rows in order, so its bits do not depend on a thread count)."""
     return _modality_statistics(
-        np.ascontiguousarray(x), np.ascontiguousarray(codes, dtype=np.int64), offsets
+        host_array(x, np.float64), host_array(codes, np.int64), host_array(offsets, np.int64)
     )
 
 

@@ -19,32 +19,18 @@ import pytest
 pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 
 COMPILE_SCRIPT = r"""
-import json, re, types
+import json, re, sys, types
 import numba.cuda.dispatcher as dispatcher
 # No driver here: device functions compile for the compute capability asked, not the current
 # device's.
 dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
 from cuda.bindings import nvjitlink
-from numba import cuda, types as nt
+from numba import cuda
 from gpu_avatar.kernels import cuda as ck
-
-f2, f1 = nt.float64[:, ::1], nt.float64[::1]
-i2, i1, b1 = nt.int64[:, ::1], nt.int64[::1], nt.boolean[::1]
-tree = (f2, i1, i1, i1, i1, i1, f2, f2, i1)  # points, order, nodes, boxes, lowest indices
-kernels = {
-    "rank": (ck._rank_kernel, tree + (f2, f1, i1, b1)),
-    "two nearest": (ck._two_nearest_kernel, tree + (f2, f1, f1, i1)),
-    "count within": (ck._count_within_kernel, (f2, i1, i1, i1, i1, f2, f2, f2, nt.float64,
-                                               nt.int64, i1)),
-}
-for capacity in ck.K_CAPACITIES:
-    kernels[f"knn {capacity}"] = (ck._knn_kernel(capacity), tree + (i1, nt.int64, i2, f2))
-    kernels[f"mixed {capacity}"] = (ck._mixed_kernel(capacity, ck.MIXED_TILE_VALUES),
-                                    (f1, nt.int64, b1, f2) + (nt.int64,) * 4 + (i2, f2))
-kernels["verify"] = (ck._verify_kernel, (f2, i2, nt.int64, i2, f2))
-kernels["synthesis"] = (ck._synthesis_kernel, (f2, i2, i2, f2, f2, f2, i2))
+sys.path.insert(0, "tests/backend")
+from cuda_signatures import kernels
 report = {}
-for name, (kernel, signature) in kernels.items():
+for name, (kernel, signature) in kernels().items():
     ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
     handle = nvjitlink.create(2, ["-arch=sm_90", "-verbose"])
     data = ptx.encode()

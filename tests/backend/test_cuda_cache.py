@@ -1,0 +1,71 @@
+"""The CUDA kernels are cached on disk, as the CPU ones are: a second process loads every
+kernel and compiles none. The simulator has no cache (its kernels run as Python), so this runs
+numba-cuda itself in subprocesses, without a GPU: each kernel is compiled to a cubin for sm_90
+by NVVM and nvJitLink (from pip) and saved to a fresh ``NUMBA_CACHE_DIR``. What needs a device
+is stood in for: its compute capability, a context, and loading the cubin (``bind``) into it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
+
+CACHE_SCRIPT = r"""
+import json, sys, types
+import numba.cuda.dispatcher as dispatcher
+from numba.cuda.cudadrv import devices
+device = types.SimpleNamespace(compute_capability=(9, 0), id=0)
+dispatcher.get_current_device = lambda: device
+devices.get_context = lambda devnum=None: types.SimpleNamespace(device=device)
+dispatcher._Kernel.bind = lambda self: self._codelibrary.get_cubin()
+if sys.argv[1] == "forbid":  # the second process: any compilation fails
+    def compiling(*args, **kwargs):
+        raise AssertionError("a kernel was compiled instead of loaded from the cache")
+    dispatcher._Kernel.__init__ = compiling
+sys.path.insert(0, "tests/backend")
+from cuda_signatures import kernels
+report = {}
+for name, (kernel, signature) in kernels().items():
+    kernel.compile(signature)
+    stats = kernel.stats
+    report[name] = {"cached": isinstance(kernel._cache, dispatcher.CUDACache),
+                    "misses": sum(stats.cache_misses.values()),
+                    "hits": sum(stats.cache_hits.values())}
+print(json.dumps(report))
+"""
+
+
+def _run(cache: Path, mode: str) -> dict:
+    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    environment["NUMBA_CACHE_DIR"] = str(cache)
+    completed = subprocess.run(
+        [sys.executable, "-c", CACHE_SCRIPT, mode],
+        cwd=Path(__file__).resolve().parents[2],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_every_cuda_kernel_from_the_disk_cache(tmp_path):
+    first = _run(tmp_path, "compile")
+    assert len(first) == 12, first  # 4 kernels, and the kNN and mixed ones at 4 capacities
+    for name, kernel in first.items():
+        assert kernel == {"cached": True, "misses": 1, "hits": 0}, (name, kernel)
+    indexes = {path.name.split("-")[0] for path in tmp_path.rglob("*.nbi")}
+    assert indexes == {"cuda._rank_kernel", "cuda._two_nearest_kernel", "cuda._verify_kernel",
+                       "cuda._synthesis_kernel", "cuda._knn_kernel.locals.kernel",
+                       "cuda._mixed_kernel.locals.kernel"}, indexes  # fmt: skip
+    second = _run(tmp_path, "forbid")
+    for name, kernel in second.items():
+        assert kernel == {"cached": True, "misses": 0, "hits": 1}, (name, kernel)
