@@ -106,7 +106,7 @@ def _two_nearest_kernel(x, order, start, stop, left, right, lower, upper, low_in
         nearest[p] = index
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _count_within_kernel(points, start, stop, left, right, lower, upper, queries, radius, limit,
                          counts):  # fmt: skip
     p = cuda.grid(1)

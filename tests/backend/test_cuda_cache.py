@@ -59,11 +59,12 @@ def _run(cache: Path, mode: str) -> dict:
 
 def test_a_second_process_loads_every_cuda_kernel_from_the_disk_cache(tmp_path):
     first = _run(tmp_path, "compile")
-    assert len(first) == 12, first  # 4 kernels, and the kNN and mixed ones at 4 capacities
+    assert len(first) == 13, first  # 5 kernels, and the kNN and mixed ones at 4 capacities
     for name, kernel in first.items():
         assert kernel == {"cached": True, "misses": 1, "hits": 0}, (name, kernel)
     indexes = {path.name.split("-")[0] for path in tmp_path.rglob("*.nbi")}
     assert indexes == {"cuda._rank_kernel", "cuda._two_nearest_kernel", "cuda._verify_kernel",
+                       "cuda._count_within_kernel",
                        "cuda._synthesis_kernel", "cuda._knn_kernel.locals.kernel",
                        "cuda._mixed_kernel.locals.kernel"}, indexes  # fmt: skip
     second = _run(tmp_path, "forbid")
