@@ -29,12 +29,12 @@ its columns before and after.
 from .base import Encodable, Rule
 from .children import BoundedSteps, CountPerParent, Increasing
 from .expressions import Expression
-from .ruleset import RULES, RuleReport, RuleSet, RulesResult
+from .ruleset import RULES, RuleReport, RuleSet, RulesResult, rules_frame
 from .table import Derived, FixedCombinations, GroupMean, Inequality, Range, Rounding, SumTo
 from .values import Neighbours
 
 __all__ = [
     "RULES", "BoundedSteps", "CountPerParent", "Derived", "Encodable", "Expression",
     "FixedCombinations", "GroupMean", "Increasing", "Inequality", "Neighbours", "Range",
-    "Rounding", "Rule", "RuleReport", "RuleSet", "RulesResult", "SumTo",
+    "Rounding", "Rule", "RuleReport", "RuleSet", "RulesResult", "SumTo", "rules_frame",
 ]  # fmt: skip
