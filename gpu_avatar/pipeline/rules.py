@@ -17,9 +17,11 @@ from ..rules import Neighbours, RuleSet, RulesResult
 _STREAM_RULES = 7  # the seed stream of the repairs' draws (batches.py uses 5-6)
 
 
-def rules_seed(sequence: np.random.SeedSequence) -> np.random.SeedSequence:
-    """The seed of the repairs of a run (or of a batch) seeded by ``sequence``."""
-    return np.random.SeedSequence(sequence.entropy, spawn_key=(*sequence.spawn_key, _STREAM_RULES))
+def rules_seed(sequence: np.random.SeedSequence, step: int = 0) -> np.random.SeedSequence:
+    """The seed of the repairs of a run (or of a batch) seeded by ``sequence``; ``step``: of
+    its later applications (a database's after the relink)."""
+    return np.random.SeedSequence(sequence.entropy,
+                                  spawn_key=(*sequence.spawn_key, _STREAM_RULES, step))
 
 
 def refuse_non_variables(rules: RuleSet, types: Mapping[Any, str],
