@@ -33,10 +33,11 @@ def refuse_non_variables(rules: RuleSet, types: Mapping[Any, str],
     for rule in rules.rules:
         for column in rule.columns:
             if column not in keys and not is_variable(types.get(column)):
+                fix = f"name variables only, or declare {column!r} continuous or categorical"
                 raise rule.error(
                     f"column {column!r} is declared {types[column]!r}, not a variable",
-                    f"name variables only, or declare {column!r} continuous or categorical "
-                    "in types")
+                    f"{fix} in types", f"{fix} (types: in a database file, --types on the "
+                    "command line)")
 
 
 def joined_neighbours(parts: list[Neighbours], batches: list[np.ndarray]) -> Neighbours:

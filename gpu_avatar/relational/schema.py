@@ -161,15 +161,17 @@ class Database:
                 f"table {name!r}: time={time!r} must name a column other than the primary key "
                 f"(columns: {list(data.columns)})"
             )
-        rules = RuleSet.of(rules, f"table {name!r}: rules")
-        if rules is not None:
-            if time is not None:
-                raise AvatarError(f"table {name!r}: its series are rebuilt, not avatarized row "
-                                  "by row, so rules cannot be held on them; drop the rules")
-            with error_context(f"table {name!r}"):
-                rules.check(data)
+        rules = _checked_rules(name, data, time, rules)
         self.tables[name] = Table(name, data, primary_key, individual_level, types, time=time,
                                   rules=rules)
+        return self
+
+    def add_rules(self, name: str, rules: Any) -> Database:
+        """Declare the rules of table ``name`` (added first; as ``add_table`` takes them)."""
+        if name not in self.tables:
+            raise AvatarError(f"rules of table {name!r}: no such table; add_table first")
+        table = self.tables[name]
+        table.rules = _checked_rules(name, table.data, table.time, rules)
         return self
 
     def add_entity(self, name: str, columns: Mapping[str, Any],
@@ -472,6 +474,19 @@ class Database:
                 "cli": f"cast the column: {cast}",
                 "yaml": f"cast the column: {cast}",
             })
+
+
+def _checked_rules(name: str, data: pd.DataFrame, time: Any, rules: Any) -> RuleSet | None:
+    """The rules of table ``name`` (``RuleSet.of``), checked on its ``data``; refused on a
+    time-series table."""
+    rules = RuleSet.of(rules, f"table {name!r}: rules")
+    if rules is not None:
+        if time is not None:
+            raise AvatarError(f"table {name!r}: its series are rebuilt, not avatarized row by "
+                              "row, so rules cannot be held on them; drop the rules")
+        with error_context(f"table {name!r}"):
+            rules.check(data)
+    return rules
 
 
 NO_PARENT = -1  # the parent position of a child without a parent (a missing foreign key)

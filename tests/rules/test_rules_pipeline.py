@@ -150,3 +150,71 @@ def test_add_table_refuses_a_rule_its_data_break(hospital):
     with pytest.raises(AvatarError, match=r"table 'visits'.*dose.*original rows break it"):
         ga.Database().add_table("visits", hospital["visits"], "vid",
                                 rules=[R.Range("dose", 0, 5)])
+
+
+# ---------------------------------------------------------------------------- YAML and CLI
+def database_file(tmp_path, hospital, rules: str) -> str:
+    for name, frame in hospital.items():
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    path = tmp_path / "db.yaml"
+    path.write_text(
+        "k: 5\nseed: 0\ntables:\n"
+        "  patients: {path: patients.csv, primary_key: pid}\n"
+        "  visits:\n    path: visits.csv\n    primary_key: vid\n"
+        "    types: {date: 'datetime:%Y-%m-%d'}\n"
+        f"    rules:\n{rules}"
+        "links:\n  - {parent: patients, child: visits, foreign_key: pid}\n")
+    return str(path)
+
+
+def test_a_database_file_declares_a_tables_rules(tmp_path, hospital):
+    from gpu_avatar.relational.config import load_database_config
+
+    path = database_file(tmp_path, hospital, (
+        "      - {rule: count_per_parent, column: outcome, value: death, by: pid}\n"
+        "      - {rule: range, column: dose, low: 0, high: 25}\n"))
+    config = load_database_config(path)
+    assert [r.kind for r in config.database.tables["visits"].rules.rules] == [
+        "count_per_parent", "range"]
+    result = ga.avatarize_database(config.database, parameters=config.parameters)
+    child_rules_hold(result.tables["visits"])
+
+
+@pytest.mark.parametrize(("rules", "message"), [
+    ("      - {rule: range, column: dose, low: 0, high: 5}\n",
+     r"db.yaml: table 'visits': rule .* of the 907 original rows break it.*add "
+     r"keep_exceptions: true to the rule's entry$"),
+    ("      - {rule: ranges, column: dose}\n",
+     r"db.yaml: tables.visits.rules\[0\]: .* names no rule; start the entry with rule: one of"),
+])
+def test_a_database_files_rule_errors_are_in_yaml_words(tmp_path, hospital, rules, message):
+    from gpu_avatar.relational.config import load_database_config
+
+    with pytest.raises(AvatarError, match=message):
+        load_database_config(database_file(tmp_path, hospital, rules))
+
+
+def test_the_command_line_takes_a_rules_file(tmp_path, ruled, capsys):
+    from cli_helpers import run_main
+
+    df, types = ruled
+    df[["age", "wtkg", "cd40", "cd80", "entry", "end"]].to_csv(tmp_path / "in.csv",
+                                                               index=False)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("- {rule: inequality, low: entry, high: end, strict: true}\n"
+                     "- {rule: range, column: wtkg, low: 30, high: 160}\n")
+    status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
+                              "--k", 10, "--seed", 0, "--rules", rules)
+    assert status == 0, err
+    out = pd.read_csv(tmp_path / "out.csv", parse_dates=["entry", "end"])
+    assert (out["end"] > out["entry"]).all() and out["wtkg"].between(30, 160).all()
+    rules.write_text("- {rule: inequality, low: end, high: entry}\n")
+    status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
+                              "--k", 10, "--seed", 0, "--rules", rules)
+    assert status != 0
+    assert "rule 'end <= entry' (inequality): 2139 of the 2139" in err
+    assert "add keep_exceptions: true to the rule's entry" in err
+    rules.write_text("- {rule: inequality, low: entry}\n")
+    status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
+                              "--rules", rules)
+    assert status != 0 and f"{rules}: rules[0] (inequality): missing key(s) ['high']" in err
