@@ -4,6 +4,8 @@ and the CLI; each rule holds on every released row, at little cost to the signal
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -218,3 +220,23 @@ def test_the_command_line_takes_a_rules_file(tmp_path, ruled, capsys):
     status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
                               "--rules", rules)
     assert status != 0 and f"{rules}: rules[0] (inequality): missing key(s) ['high']" in err
+
+
+# ------------------------------------------------------------------------------- streaming
+def test_a_streamed_run_keeps_its_row_rules_in_every_batch(tmp_path, ruled):
+    pytest.importorskip("pyarrow")
+    df, types = ruled
+    columns = ["age", "wtkg", "cd40", "cd80", "cdsum", "low_cd4", "entry", "end"]
+    df[columns].to_parquet(tmp_path / "in.parquet", index=False)
+    ga.avatarize_parquet(tmp_path / "in.parquet", tmp_path / "out", k=10, seed=0,
+                         batch_size=700, metrics=False, rules=RULES)
+    out = pd.read_parquet(tmp_path / "out")
+    assert len(out) == len(df)
+    holds(out)
+    batches = json.loads((tmp_path / "out" / "_manifest.json").read_text())["batches"]
+    assert len(batches) == 4
+    assert all(set(b["rules_rows_repaired"]) == {r.describe() for r in RULES}
+               for b in batches.values())
+    with pytest.raises(AvatarError, match=r"hold across a parent's children"):
+        ga.avatarize_parquet(tmp_path / "in.parquet", tmp_path / "out2", k=10, batch_size=700,
+                             rules=[R.Increasing("age", by="cd40")])
