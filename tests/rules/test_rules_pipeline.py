@@ -240,3 +240,21 @@ def test_a_streamed_run_keeps_its_row_rules_in_every_batch(tmp_path, ruled):
     with pytest.raises(AvatarError, match=r"hold across a parent's children"):
         ga.avatarize_parquet(tmp_path / "in.parquet", tmp_path / "out2", k=10, batch_size=700,
                              rules=[R.Increasing("age", by="cd40")])
+
+
+# ---------------------------------------------------------------------------------- report
+@pytest.mark.parametrize(("language", "title", "held"), [("en", "Rules kept", "encoding"),
+                                                         ("fr", "Règles respectées", "encodage")])
+def test_the_report_has_a_rules_section(ruled, language, title, held):
+    from gpu_avatar.report import result_part
+
+    df, types = ruled
+    result = ga.avatarize(df, k=20, ncp=5, seed=0, types=types, rules=RULES)
+    part = result_part(result, language=language)
+    section = next(s for s in part.sections if s.kind == "rules")
+    assert section.title == title
+    table = section.blocks[1]
+    assert [row[0].text for row in table.rows] == list(result.rules_table(language)["rule"])
+    assert table.rows[0][1].text == held
+    plain = result_part(ga.avatarize(df, k=20, ncp=5, seed=0, types=types), language=language)
+    assert "rules" not in [s.kind for s in plain.sections]
