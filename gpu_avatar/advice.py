@@ -193,7 +193,7 @@ def advise(
     first = backend.xp.ascontiguousarray  # the k nearest: the first k of the k_max nearest
     for k in ks:
         steps.start(f"k = {k}")
-        continuous, codes = synthesize_avatars(
+        continuous, codes, _ = synthesize_avatars(
             model, encoded, first(indices[:, :k]), first(distances[:, :k]),
             np.random.SeedSequence(sequence.entropy))
         avatars = decode_avatars(model, frame, EncodedTable(continuous, codes,

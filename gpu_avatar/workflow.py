@@ -31,6 +31,7 @@ from .parameters import (
 )
 from .pipeline import AvatarizationResult, avatarize
 from .progress import ProgressLike, Steps
+from .rules import RuleSet
 
 AUTO = "auto"  # k="auto": the advised k
 
@@ -67,6 +68,7 @@ def prepare_release(
     language: str = "en",
     name: str | None = None,
     parameters: AvatarParameters | None = None,
+    rules: Any = None,
     progress: ProgressLike = None,
     **settings: Any,
 ) -> Release:
@@ -80,7 +82,8 @@ def prepare_release(
     privacy metrics' ``MetricOptions`` (a mapping of its names applies to the run's ncp).
     ``report``: a path (.html or .pdf) to write the report to, in ``language``, the table
     called ``name``. ``measure=False`` (without a holdout or a report) skips the evidence: the
-    avatars only. The other parameters are ``avatarize``'s.
+    avatars only. ``rules`` as ``avatarize`` takes them (k='auto' is advised
+    without them). The other parameters are ``avatarize``'s.
     """
     if k is not None:
         settings["k"] = k
@@ -98,6 +101,9 @@ def prepare_release(
     options = metric_options(options)
     types = settings["types"] if "types" in settings else getattr(parameters, "types", None)
     check_metric_columns(frame, options, check_types(types))  # before the work
+    rules = RuleSet.of(rules)
+    if rules is not None:
+        rules.check(frame)
     if holdout is not None:
         holdout = check_same_table(frame, to_pandas(holdout), "holdout", same_rows=False)
     steps = Steps(progress, "prepare release")
@@ -114,7 +120,7 @@ def prepare_release(
                                 "cli": next_steps(COMMAND_LINE_NAMES)})
         parameters, settings = advice.parameters, {}  # the candidate measured, its seed
     parameters = avatar_parameters(parameters, **settings)
-    result = avatarize(frame, parameters=parameters, progress=progress)
+    result = avatarize(frame, parameters=parameters, rules=rules, progress=progress)
     if not measure:
         steps.close()
         return Release(result, advice=advice)

@@ -438,6 +438,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "SENSITIVE, for `gpu-avatar metrics` only, never release it) and "
                          "FILE.manifest.json (the originals' hash, parameters, seed)")
     _add_types(command)
+    command.add_argument("--rules", metavar="FILE.yaml",
+                         help="rules every released row keeps: a YAML list of rules, e.g. "
+                         "- {rule: inequality, low: entry, high: end, strict: true} (see "
+                         "gpu_avatar.rules)")
     _add_metric_options(command)
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_avatarize)
@@ -601,6 +605,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
 
     from ..files import write_table
     from ..progress import Steps
+    from ..relational.config import load_rules_file
 
     if any(getattr(args, name) is not None for name in ATTACKER_KNOWLEDGE) and not (
             args.report or args.holdout):
@@ -617,6 +622,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         from ..report import report_format
 
         paths.add("--report", args.report, report_format)
+    rules = args.rules and load_rules_file(args.rules)  # before the work
     steps = Steps(progress, "gpu-avatar avatarize")
     with steps.step("read"):
         table = read_input(args.input, args)
@@ -632,7 +638,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
             df, k=args.k, holdout=holdout, types=column_types(df, args), **advice_options,
             options=_metric_settings(args), report=args.report,
             measure=bool(args.report or args.holdout), language=args.language,
-            name=Path(args.input).name, progress=progress, **settings)
+            name=Path(args.input).name, rules=rules, progress=progress, **settings)
         result = release.result
         with steps.step("write"):
             written = write_options(table, args)

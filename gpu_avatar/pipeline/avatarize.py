@@ -12,17 +12,20 @@ from ..encoding import validate_table
 from ..encoding.identifying import refuse_undeclared
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
 from ..progress import ProgressLike, Steps
+from ..rules import RuleSet
 from ..synthesis import shuffle_order
 from .apart import ColumnsApart
 from .batches import batch_seed, plan_batches
 from .model import avatar_encoder, avatarize_rows, check_device_memory, fit_model, timed
 from .result import AvatarizationResult
+from .rules import RulesRun, joined_neighbours
 
 
 def avatarize(
     df: pd.DataFrame,
     *,
     parameters: AvatarParameters | None = None,
+    rules: Any = None,
     progress: ProgressLike = None,
     **settings: Any,
 ) -> AvatarizationResult:
@@ -44,16 +47,27 @@ def avatarize(
     each batch is avatarized on its own; memory then follows the batch size. ``progress``:
     None (silent), True (a tqdm bar) or a callable ``(step, done, total)``, see
     ``gpu_avatar.progress``. cuDF input gives cuDF avatars.
+
+    ``rules`` (``gpu_avatar.rules``: a ``RuleSet``, a list of rules, or of YAML mappings) hold
+    on every released row: checked on the originals, encoded before the fit, decoded and
+    repaired on the whole table's unshuffled avatars (after the batches: rules over a
+    table, as a group mean, see every row), from the neighbours each avatar was drawn from;
+    the result's ``rules`` tells how each was held.
     """
-    parameters = avatar_parameters(parameters, **settings)
+    declared = parameters = avatar_parameters(parameters, **settings)
+    rules = RuleSet.of(rules)
     sequence = seed_sequence(parameters.seed)
     backend = resolve_backend(parameters.backend)
-    frame = to_pandas(df)
+    frame = original = to_pandas(df)
     validate_table(frame)
     knowingly_released = refuse_undeclared(frame, parameters.types)  # before any work
     n = len(frame)
     parameters.for_rows(n)
     timings: dict[str, float] = {}
+    if rules is not None:
+        with timed(timings, "rules"):
+            ruled = RulesRun.start(rules, frame, parameters)
+        frame, parameters = ruled.encoded, ruled.parameters
 
     batch_size = parameters.batch_size
     groups = None  # the rare modalities' groups, learnt on the whole table if it is batched
@@ -82,21 +96,32 @@ def avatarize(
             timings,
             steps,
             encoded=first_encoded if b == 0 else None,
+            neighbours=rules is not None,
         )
         for b, (rows, batch_sequence) in enumerate(zip(batches, seeds, strict=True))
     ]
-    unshuffled = pd.concat(parts) if len(parts) > 1 else parts[0]
-    del parts  # the batches' frames: one copy of the avatars at a time
+    frames, neighbours = zip(*parts, strict=True)
+    del parts
+    unshuffled = pd.concat(frames) if len(frames) > 1 else frames[0]
+    del frames  # the batches' frames: one copy of the avatars at a time
     if len(batches) > 1:  # back to the input's row order
         unshuffled = unshuffled.iloc[np.argsort(np.concatenate(batches))]
+    reports = []
+    if rules is not None:
+        with timed(timings, "rules"):
+            kept = ruled.apply(unshuffled, joined_neighbours(list(neighbours), batches),
+                               sequence)
+        unshuffled, reports = kept.avatars, kept.reports
     return AvatarizationResult(
         sensitive_unshuffled_avatars=like_input(unshuffled, df),
         release_order=order,
-        original=snapshot(frame),
-        parameters=model.parameters.replace(seed=int(sequence.entropy), backend=backend.name),
+        original=snapshot(original),
+        parameters=declared.replace(ncp=model.parameters.ncp, seed=int(sequence.entropy),
+                                    backend=backend.name),
         projection_kind=model.projection.kind,
         timings=timings,
         batches=None if len(batches) == 1 else batches,
         knowingly_released=knowingly_released,
         grouped_modalities=model.encoder.groups_,
+        rules=reports,
     )

@@ -24,6 +24,7 @@ from ..neighbours.search import nearest_reference
 from ..parameters import AvatarParameters
 from ..progress import Steps
 from ..projection.projection import Projection, expand_variable_weights, projection_kind
+from ..rules.values import Neighbours
 from ..synthesis import synthesize
 from .apart import excluded_values, needs_nearest_original
 from .calibration import calibrate_shares
@@ -97,11 +98,13 @@ def avatarize_rows(
     timings: dict[str, float] | None = None,
     steps: Steps | None = None,
     encoded: EncodedTable | None = None,
-) -> pd.DataFrame:
-    """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i.
-    ``identifiers``: the identifier columns' values (``ColumnsApart.identifiers``); the
-    excluded columns are reattached here (``apart.py``). ``encoded``: ``df`` already encoded
-    by the model's encoder, if at hand."""
+    neighbours: bool = False,
+) -> tuple[pd.DataFrame, Neighbours | None]:
+    """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i,
+    and, if ``neighbours``, the rows of ``df`` each was drawn from with their weights (what
+    the rules repair from; else None). ``identifiers``: the identifier columns' values
+    (``ColumnsApart.identifiers``); the excluded columns are reattached here (``apart.py``).
+    ``encoded``: ``df`` already encoded by the model's encoder, if at hand."""
     timings = {} if timings is None else timings
     backend, parameters = model.backend, model.parameters
     with timed(timings, "projection", steps):
@@ -112,10 +115,12 @@ def avatarize_rows(
             coordinates, parameters.k, backend, parameters.engine
         )
     with timed(timings, "synthesis", steps):
-        continuous, codes = synthesize_avatars(model, encoded, indices, distances, sequence)
+        continuous, codes, weights = synthesize_avatars(model, encoded, indices, distances,
+                                                        sequence, keep_weights=neighbours)
+    drawn_from = Neighbours(backend.to_numpy(indices), weights) if neighbours else None
     with timed(timings, "decode", steps):
         avatars = EncodedTable(continuous, codes, encoded.n_modalities)
-        return decode_avatars(model, df, avatars, coordinates, identifiers)
+        return decode_avatars(model, df, avatars, coordinates, identifiers), drawn_from
 
 
 def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, coordinates: Any,
@@ -136,23 +141,24 @@ def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, 
 
 def synthesize_avatars(
     model: AvatarModel, encoded: EncodedTable, indices, distances,
-    sequence: np.random.SeedSequence,
-) -> tuple[np.ndarray, np.ndarray]:
+    sequence: np.random.SeedSequence, keep_weights: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The avatars' continuous values and codes (host arrays) from the rows' ``encoded``
     values and their neighbours (``indices`` and ``distances``, on the model's backend): the
-    synthesis, then the calibration of shares if the parameters ask for it."""
+    synthesis, then the calibration of shares if the parameters ask for it; and the
+    neighbours' weights (host, (n, k)) if ``keep_weights``, else None."""
     backend, parameters = model.backend, model.parameters
     calibrated = parameters.calibrate_shares and encoded.categorical.shape[1] > 0
     continuous, codes, weights = synthesize(
         encoded.continuous, encoded.categorical, encoded.n_modalities, indices, distances,
         sequence, backend, parameters.categorical, parameters.zero_distance,
-        keep_weights=calibrated,
+        keep_weights=calibrated or keep_weights,
     )
     codes = backend.to_numpy(codes)
     if calibrated:
         codes = calibrate_shares(model.encoder, encoded.categorical, codes,
                                  backend.to_numpy(indices), weights, sequence)
-    return backend.to_numpy(continuous), codes
+    return backend.to_numpy(continuous), codes, weights if keep_weights else None
 
 
 def check_device_memory(backend: Backend, n_rows: int, n_columns: int, k: int, ncp: int):

@@ -14,6 +14,7 @@ from ..encoding.identifying import IdentifyingColumn
 from ..metrics import PrivacyMetrics, SignalMetrics, privacy_metrics, signal_metrics
 from ..metrics.catalogue import mean_and_worst
 from ..parameters import AvatarParameters, MetricOptions, metric_options
+from ..rules import RuleReport, rules_frame
 
 
 @dataclass
@@ -30,7 +31,8 @@ class AvatarizationResult:
     ``knowingly_released``: columns that could identify a person, released because their
     kind was declared (``encoding.identifying``). ``grouped_modalities``: {column: {value:
     its group's label}} for the rare modalities grouped (``encoding/rare.py``); a grouped value
-    is never released.
+    is never released. ``rules``: how each rule given was held (``rules_table``), empty
+    without rules.
     """
 
     sensitive_unshuffled_avatars: pd.DataFrame
@@ -42,6 +44,7 @@ class AvatarizationResult:
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions, if batched
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
     grouped_modalities: dict[Any, dict] = field(default_factory=dict)
+    rules: list[RuleReport] = field(default_factory=list)
 
     @property
     def seed(self) -> int:
@@ -51,6 +54,12 @@ class AvatarizationResult:
     @functools.cached_property
     def avatars(self) -> pd.DataFrame:
         return self.sensitive_unshuffled_avatars.iloc[self.release_order].reset_index(drop=True)
+
+    def rules_table(self, language: str = "en") -> pd.DataFrame:
+        """Per rule and column it writes: how it was held, the rows repaired, the
+        originals' exceptions kept, Hellinger before and after the repairs
+        (``gpu_avatar.rules.rules_frame``)."""
+        return rules_frame(self.rules, language)
 
     def metric_options(self, options: Any = None, **settings: Any) -> MetricOptions:
         """``options`` (a ``MetricOptions`` or a mapping of its names) with ``settings``

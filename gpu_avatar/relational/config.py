@@ -72,6 +72,7 @@ from ..parameters import (
     check_flag,
     check_integer,
 )
+from ..rules import RuleSet
 from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
@@ -81,7 +82,7 @@ TOP_LEVEL = {"tables": False, "links": False, "entities": False,
              **dict.fromkeys(RUN_PARAMETERS, False)}
 READ_KEYS = ("sep", "decimal", "encoding", "date_format")  # how a table's file is read
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
-              "time": False, **dict.fromkeys(READ_KEYS, False),
+              "time": False, "rules": False, **dict.fromkeys(READ_KEYS, False),
               **dict.fromkeys(TABLE_OVERRIDES, False)}
 SERIES_KEYS = ("n_points", "n_components", "projection")  # of a time_series link
 ENTITY_KEYS = {"columns": True, "pseudonym": False}  # Database.add_entity's
@@ -135,6 +136,16 @@ def _parse_yaml(path: Path) -> Any:
         raise AvatarError(f"{path}: invalid YAML{where}: {problem}") from error
     except UnicodeDecodeError as error:
         raise AvatarError(f"{path}: not UTF-8 text") from error
+
+
+def load_rules_file(path: str | Path) -> RuleSet | None:
+    """The rules of one table from a YAML file holding their list (``RuleSet.from_config``),
+    errors in YAML words; None for an empty list."""
+    path = Path(path)
+    try:
+        return RuleSet.of(_parse_yaml(path) or [])
+    except GpuAvatarError as error:
+        raise _in_file(path, error) from error
 
 
 def load_database_config(path: str | Path) -> DatabaseConfig:
@@ -195,6 +206,10 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         else:
             database, url = _database_from_url(path, top, specs, links)
             paths, write_options = {}, {}
+        for name, spec in specs.items():
+            if "rules" in spec:
+                database.add_rules(name, RuleSet.from_config(spec["rules"],
+                                                             f"tables.{name}.rules"))
         for name, entity in entities.items():
             with error_context(f"entities.{name}"):
                 database.add_entity(name, entity["columns"],

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,9 @@ from ..parameters import (
 )
 from ..pipeline import avatarize
 from ..pipeline.apart import column_seed
+from ..pipeline.rules import rules_seed
 from ..progress import ProgressLike, Steps
+from ..rules import RuleReport, across_children
 from ..synthesis import shuffle_order
 from .assignment import (
     assign_linear_sum,
@@ -233,6 +235,13 @@ def _series_avatars(
     return pd.DataFrame(columns), rows, np.argsort(parent_release[rows], kind="stable")
 
 
+def _added(first: RuleReport, then: RuleReport) -> RuleReport:
+    """The report of a rule applied twice: its rows repaired added up, Hellinger after the
+    second."""
+    return replace(first, rows_repaired=first.rows_repaired + then.rows_repaired,
+                   hellinger_after=then.hellinger_after)
+
+
 @dataclass
 class ParentAvatars:
     """What the children still to come need of an avatarized parent table (unshuffled rows)."""
@@ -337,7 +346,7 @@ class DatabaseRun:
         fresh = None if self.pseudonymized_key(name) else self.fresh_keys(name, n)
         avatars = self.avatarize(name, sequence)
         self.relink(name, avatars)
-        return avatars, fresh, shuffle_order(n, sequence)
+        return self.kept_across_children(name, avatars, sequence), fresh, shuffle_order(n, sequence)
 
     def series_table(
         self, name: str, link: Link, sequence: np.random.SeedSequence
@@ -414,23 +423,50 @@ class DatabaseRun:
                 })
         logger.info("avatarizing table %s (%d rows)", name, n)
         self.steps.start(f"table {name}")
+        rules = self.db.tables[name].rules
         with error_context(f"table {name!r}"):  # a column's error: of which table?
             result = avatarize(
                 enriched,
                 parameters=self.per_table[name].replace(
                     seed=sequence, backend=self.backend, types=types
                 ),
+                rules=rules and [r for r in rules.rules if not across_children(r)],
             )
         del enriched  # with the result's originals and shuffled avatars: only these kept
         own = self.data[name].columns
         self.table_runs[name] = TableRun(
             result.parameters, result.projection_kind, result.timings, result.batches,
-            {c: g for c, g in result.grouped_modalities.items() if c in own},
+            {c: g for c, g in result.grouped_modalities.items() if c in own}, result.rules,
         )
         avatars = result.sensitive_unshuffled_avatars
         del result
         self.steps.advance()
         return avatars
+
+    def kept_across_children(self, name: str, avatars: pd.DataFrame,
+                             sequence: np.random.SeedSequence) -> pd.DataFrame:
+        """The relinked avatars of table ``name`` with its rules across a parent's children
+        kept: each such rule's ``by`` read as the avatar parents. Its rules within rows are
+        applied again with them, so no repair breaks them (its avatarization held them); no
+        neighbours: the repairs fall back to the originals' values."""
+        rules = self.db.tables[name].rules
+        if rules is None or not any(across_children(r) for r in rules.rules):
+            return avatars
+        columns = list(dict.fromkeys(c for rule in rules.rules for c in rule.columns))
+        parents = {link.foreign_key: self.avatar_parent_rows[(name, link.foreign_key)]
+                   for link in self.db.parents_of(name)}
+        relinked = pd.DataFrame({
+            c: pd.Series(parents[c]).where(parents[c] != NO_PARENT) if c in parents
+            else avatars[c].reset_index(drop=True) for c in columns})
+        with error_context(f"table {name!r}"):
+            kept = rules.apply(self.data[name][columns], relinked,
+                               seed=rules_seed(sequence, step=1))
+        run = self.table_runs[name]
+        within = iter(run.rules)
+        run.rules = [report if across_children(report.rule) else _added(next(within), report)
+                     for report in kept.reports]
+        written = [c for rule in rules.rules for c in rule.written]
+        return avatars.assign(**{c: kept.avatars[c].set_axis(avatars.index) for c in written})
 
     def relink(self, name: str, avatars: pd.DataFrame) -> None:
         """Give every avatar row of table ``name`` an avatar parent, link by link."""

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..encoding.identifying import IdentifyingColumn
 from ..parameters import AvatarParameters
+from ..rules import RuleReport
 from .schema import Database
 from .time_series import SeriesModel
 
@@ -42,6 +43,7 @@ class TableRun:
     timings: dict[str, float] = field(default_factory=dict)
     batches: list[np.ndarray] | None = field(default=None, repr=False)  # row positions
     grouped_modalities: dict[Any, dict] = field(default_factory=dict)
+    rules: list[RuleReport] = field(default_factory=list)  # how each of its rules was held
 
 
 @dataclass

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types, column_kind
+from ..rules import RuleSet, across_children
 
 _EXAMPLES = 5
 _KEY_KINDS = {"integer": "numbers", "floating": "numbers", "mixed-integer-float": "numbers",
@@ -56,6 +57,7 @@ class Table:
     types: dict[Any, str] = field(default_factory=dict)
     sql: Any = field(default=None, repr=False)  # the reflected sqlalchemy.Table (from_sql)
     time: Any = None  # the time column of a time-series table
+    rules: RuleSet | None = None  # the rules its released rows keep
 
 
 @dataclass
@@ -124,9 +126,13 @@ class Database:
         individual_level: bool | None = None,
         types: Mapping[Any, str] | None = None,
         time: Any = None,
+        rules: Any = None,
     ) -> Database:
         """Declare a table; ``types`` as in ``avatarize`` for its variables; ``time`` names
         the time column of a table of time series (then linked with ``method="time_series"``).
+        ``rules`` (``gpu_avatar.rules``, as ``avatarize`` takes them) hold on its released
+        rows: those within its rows when it is avatarized, those across a parent's children
+        (``by``: a foreign key) once it is relinked; checked on ``data`` here.
         """
         if name in self.tables:
             raise AvatarError(f"table {name!r} is already declared")
@@ -155,7 +161,17 @@ class Database:
                 f"table {name!r}: time={time!r} must name a column other than the primary key "
                 f"(columns: {list(data.columns)})"
             )
-        self.tables[name] = Table(name, data, primary_key, individual_level, types, time=time)
+        rules = _checked_rules(name, data, time, rules)
+        self.tables[name] = Table(name, data, primary_key, individual_level, types, time=time,
+                                  rules=rules)
+        return self
+
+    def add_rules(self, name: str, rules: Any) -> Database:
+        """Declare the rules of table ``name`` (added first; as ``add_table`` takes them)."""
+        if name not in self.tables:
+            raise AvatarError(f"rules of table {name!r}: no such table; add_table first")
+        table = self.tables[name]
+        table.rules = _checked_rules(name, table.data, table.time, rules)
         return self
 
     def add_entity(self, name: str, columns: Mapping[str, Any],
@@ -353,6 +369,7 @@ class Database:
                         "yaml": f"links: - {{parent: PARENT, child: {name}, foreign_key: "
                                 "FOREIGN_KEY, method: time_series}",
                     })
+            self._check_rules(name)
             pseudonymized = [c for (t, c) in self.pseudonymized() if t == name]
             foreign = [c for c in pseudonymized if c in self.foreign_keys(name)]
             if foreign:
@@ -392,6 +409,25 @@ class Database:
             for link in self.parents_of(name):
                 data[name] = self._check_orphans(link, data[name], data[link.parent])
         return data
+
+    def _check_rules(self, name: str) -> None:
+        """Refuse a rule of table ``name`` across children whose ``by`` is no foreign key of
+        it, and any other column a rule names that is not a variable (a key, a dropped
+        column): the method draws no value there."""
+        table, keys = self.tables[name], self.foreign_keys(name)
+        for rule in table.rules.rules if table.rules is not None else ():
+            by = (rule.by,) if across_children(rule) else ()
+            if by and rule.by not in keys:
+                raise rule.error(
+                    f"table {name!r}: by={rule.by!r} is no foreign key of the table (its "
+                    f"foreign keys: {keys})",
+                    "name as by the foreign key of a link to the table (add_link)",
+                    "name as by the foreign_key of one of the links to the table")
+            others = [c for c in rule.columns if c not in by and c not in self.variables(name)]
+            if others:
+                raise rule.error(f"table {name!r}: {others} are keys or dropped columns, "
+                                 "which the method does not avatarize",
+                                 "name the table's variables only")
 
     def _check_orphans(self, link: Link, child: pd.DataFrame, parent: pd.DataFrame) -> pd.DataFrame:
         self._check_key_kinds(link, child[link.foreign_key], parent[link.parent_key])
@@ -438,6 +474,19 @@ class Database:
                 "cli": f"cast the column: {cast}",
                 "yaml": f"cast the column: {cast}",
             })
+
+
+def _checked_rules(name: str, data: pd.DataFrame, time: Any, rules: Any) -> RuleSet | None:
+    """The rules of table ``name`` (``RuleSet.of``), checked on its ``data``; refused on a
+    time-series table."""
+    rules = RuleSet.of(rules, f"table {name!r}: rules")
+    if rules is not None:
+        if time is not None:
+            raise AvatarError(f"table {name!r}: its series are rebuilt, not avatarized row by "
+                              "row, so rules cannot be held on them; drop the rules")
+        with error_context(f"table {name!r}"):
+            rules.check(data)
+    return rules
 
 
 NO_PARENT = -1  # the parent position of a child without a parent (a missing foreign key)

@@ -116,7 +116,19 @@ FRENCH: dict[str, str] = {
     "avatarization: {step}": "avatarisation : {step}",
     # the steps of a run (AvatarizationResult.timings)
     "batch plan": "plan des lots", "fit": "ajustement", "projection": "projection",
-    "neighbours": "voisins", "synthesis": "synthèse", "decode": "décodage",
+    "neighbours": "voisins", "synthesis": "synthèse", "decode": "décodage", "rules": "règles",
+    "Rules kept": "Règles respectées", "rule": "règle", "held by": "tenue par",
+    "rows repaired": "lignes réparées", "exceptions kept": "exceptions gardées",
+    "column": "colonne", "Hellinger before": "Hellinger avant",
+    "Hellinger after": "Hellinger après", "encoding": "encodage", "repair": "réparation",
+    "Every released row keeps these rules: held by an encoding (the avatars keep it by "
+    "construction) or by repairing the rows that break it, from the originals the avatar was "
+    "drawn from. Hellinger: the distance of the column's avatars to its originals before and "
+    "after the repairs.":
+        "Chaque ligne publiée respecte ces règles : tenues par un encodage (les avatars la "
+        "respectent par construction) ou en réparant les lignes qui l'enfreignent, à partir des "
+        "originaux dont l'avatar est tiré. Hellinger : la distance des avatars de la colonne à "
+        "ses originaux avant et après les réparations.",
     "rebuild": "reconstruction",
     "privacy metrics": "métriques de confidentialité",
     "signal metrics": "métriques de signal",

@@ -15,8 +15,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -57,6 +57,9 @@ from .plots import (
     time_series_plot,
 )
 from .verdict import answer_text, verdict_blocks
+
+if TYPE_CHECKING:
+    from ..rules import RuleReport
 
 
 def _verdict(passed: Any, tr: Translator, computed: bool = True) -> Cell:
@@ -143,6 +146,7 @@ def _table_part(
     knowingly_released: list = (),
     grouped_modalities: Mapping[Any, Mapping[Any, Any]] | None = None,
     with_verdict: bool = True,
+    rules: Sequence[RuleReport] = (),
 ) -> Part:
     new_figure = _matplotlib()
     types = dict(types or {})
@@ -175,6 +179,9 @@ def _table_part(
                  *_knowingly_released(knowingly_released, tr),
                  *_grouped(grouped_modalities or {}, tr),
                  _text_table([tr("parameter"), tr("value")], rows))
+
+    if rules:
+        part.section("rules", tr("Rules kept"), *_rules_blocks(rules, tr))
 
     all_timings = {tr("avatarization: {step}", step=tr(k)): v for k, v in (timings or {}).items()}
     all_timings.update((tr(label), metrics.seconds) for label, metrics in (
@@ -261,6 +268,23 @@ def _copies(privacy: PrivacyMetrics, parameters: Mapping[str, Any] | None,
         text += tr(" With zero_distance = 'bounded', a row's duplicates no longer take all the "
                    "weight of its avatar.")
     return [Text(text, "note")]
+
+
+def _rules_blocks(rules: Sequence[RuleReport], tr: Translator) -> list:
+    """The rules a table's release keeps: per rule and column it writes, how it is held,
+    the rows repaired, the exceptions kept and Hellinger before and after the repairs."""
+    from ..rules import rules_frame  # the rules word themselves with report.language
+
+    rows = [[row.rule, tr(row.held_by), row.rows_repaired, row.exceptions_kept, row.column,
+             tr.number(row.hellinger_before, ".4f"), tr.number(row.hellinger_after, ".4f")]
+            for row in rules_frame(rules, tr.language).itertuples()]
+    return [Text(tr("Every released row keeps these rules: held by an encoding (the avatars "
+                    "keep it by construction) or by repairing the rows that break it, from "
+                    "the originals the avatar was drawn from. Hellinger: the distance of the "
+                    "column's avatars to its originals before and after the repairs."), "note"),
+            _text_table([tr(h) for h in ("rule", "held by", "rows repaired", "exceptions kept",
+                                         "column", "Hellinger before", "Hellinger after")],
+                        rows, numeric=(2, 3, 5, 6))]
 
 
 def _grouped(groups: Mapping[Any, Mapping[Any, Any]], tr: Translator) -> list:
@@ -353,7 +377,7 @@ def _result_options(result: Any) -> dict[str, Any]:
         avatars=to_pandas(result.avatars), types=dict(run.types),
         parameters=parameters, timings=result.timings, backend=run.backend,
         knowingly_released=result.knowingly_released,
-        grouped_modalities=result.grouped_modalities,
+        grouped_modalities=result.grouped_modalities, rules=result.rules,
     )
 
 
@@ -649,7 +673,7 @@ def _database_part(
             table_variables(result, table, False), table_variables(result, table, True), steps,
             tr, name=tr("Table {name}", name=table), types=table_types(result, table),
             ncp=run.parameters.ncp, parameters=parameters, timings=run.timings,
-            grouped_modalities=run.grouped_modalities,
+            grouped_modalities=run.grouped_modalities, rules=run.rules,
             privacy=standalone(privacy, table), signal=standalone(signal, table),
             individual_level=db.is_individual_level(table), backend=result.parameters.backend,
             slug=f"{part.slug}-table-{slugify(table)}", level=level + 2,

@@ -27,14 +27,15 @@ its columns before and after.
 """
 
 from .base import Encodable, Rule
-from .children import BoundedSteps, CountPerParent, Increasing
+from .children import BoundedSteps, CountPerParent, Increasing, across_children
 from .expressions import Expression
-from .ruleset import RULES, RuleReport, RuleSet, RulesResult
+from .ruleset import RULES, RuleReport, RuleSet, RulesResult, rules_frame
 from .table import Derived, FixedCombinations, GroupMean, Inequality, Range, Rounding, SumTo
 from .values import Neighbours
 
 __all__ = [
     "RULES", "BoundedSteps", "CountPerParent", "Derived", "Encodable", "Expression",
     "FixedCombinations", "GroupMean", "Increasing", "Inequality", "Neighbours", "Range",
-    "Rounding", "Rule", "RuleReport", "RuleSet", "RulesResult", "SumTo",
+    "Rounding", "Rule", "RuleReport", "RuleSet", "RulesResult", "SumTo", "across_children",
+    "rules_frame",
 ]  # fmt: skip

@@ -78,9 +78,9 @@ class Rule(ABC):
 
     def error(self, problem: str, python: str, yaml: str | None = None) -> FixableError:
         """An error about this rule: the rule, the problem and its fix (``yaml``: in a YAML
-        file's words, if they differ)."""
+        file's words, if they differ, which the command line's rules file uses too)."""
         return FixableError(f"rule {self.describe()!r} ({self.kind}): {problem}",
-                            {"python": python, "yaml": yaml or python})
+                            {"python": python, "yaml": yaml or python, "cli": yaml or python})
 
 
 class Encodable(Rule):

@@ -17,6 +17,11 @@ from .base import Rule, replaced
 from .values import GRID_TOLERANCE, Quantity
 
 
+def across_children(rule: Rule) -> bool:
+    """Whether ``rule`` holds across a parent's children (its ``by``: a foreign key)."""
+    return isinstance(rule, (_Sequences, CountPerParent))
+
+
 def _check_names(rule: str, **names: Any) -> None:
     for name, value in names.items():
         if not isinstance(value, str) and not (name == "order" and value is None):

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..encoding import CATEGORICAL, CONTINUOUS
+from ..encoding.kinds import is_number
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..metrics.signal import HELLINGER_BINS, categorical_hellinger, continuous_hellinger
 from .base import Encodable, Rule
@@ -56,14 +58,21 @@ class RulesResult:
     reports: list[RuleReport]
 
     def to_frame(self, language: str = "en") -> pd.DataFrame:
-        """One row per rule and column it writes: the rule (in ``language``), held by, rows
-        repaired, exceptions kept, Hellinger before and after."""
-        return pd.DataFrame([
-            {"rule": report.rule.describe(language), "held_by": report.held_by,
-             "rows_repaired": report.rows_repaired, "exceptions_kept": report.exceptions_kept,
-             "column": column, "hellinger_before": before,
-             "hellinger_after": report.hellinger_after[column]}
-            for report in self.reports for column, before in report.hellinger_before.items()])
+        """``rules_frame`` of the reports."""
+        return rules_frame(self.reports, language)
+
+
+def rules_frame(reports: Sequence[RuleReport], language: str = "en") -> pd.DataFrame:
+    """One row per rule and column it writes: the rule (in ``language``), held by, rows
+    repaired, exceptions kept, Hellinger before and after."""
+    return pd.DataFrame([
+        {"rule": report.rule.describe(language), "held_by": report.held_by,
+         "rows_repaired": report.rows_repaired, "exceptions_kept": report.exceptions_kept,
+         "column": column, "hellinger_before": before,
+         "hellinger_after": report.hellinger_after[column]}
+        for report in reports for column, before in report.hellinger_before.items()],
+        columns=["rule", "held_by", "rows_repaired", "exceptions_kept", "column",
+                 "hellinger_before", "hellinger_after"])
 
 
 class RuleSet:
@@ -76,6 +85,19 @@ class RuleSet:
             if not isinstance(rule, Rule):
                 raise AvatarTypeError(f"rules: {rule!r} is not a rule; kinds: {sorted(RULES)}")
         self._order = _refuse_contradictions(self.rules)
+
+    @classmethod
+    def of(cls, rules: Any, where: str = "rules") -> RuleSet | None:
+        """The rules an entry point was given: None (none), a ``RuleSet``, a list of rules,
+        or a list of YAML mappings (``from_config``); an empty list is none."""
+        if rules is None or isinstance(rules, RuleSet):
+            return rules or None
+        if isinstance(rules, (list, tuple)) and all(isinstance(r, Rule) for r in rules):
+            return cls(rules) or None
+        return cls.from_config(rules, where) or None
+
+    def __len__(self) -> int:
+        return len(self.rules)
 
     @classmethod
     def from_config(cls, entries: Any, where: str = "rules") -> RuleSet:
@@ -155,13 +177,28 @@ class RuleSet:
     def encode(self, originals: pd.DataFrame) -> pd.DataFrame:
         """The table to avatarize instead of ``originals`` (checked first): each rule with
         a transform applied (its columns replaced, merged or dropped)."""
-        return self._encode(originals, self._encoding(originals, self.check(originals)))
+        return self.encode_plan(originals, {})[0]
 
-    def _encode(self, originals: pd.DataFrame, encoding: list[int]) -> pd.DataFrame:
-        encoded = originals.copy()
+    def encode_plan(self, originals: pd.DataFrame,
+                    types: Mapping[Any, str]) -> tuple[pd.DataFrame, dict[Any, str]]:
+        """``encode(originals)`` and the column plan of the encoded table: ``types`` with
+        each encoded column declared by what it holds (numbers, as a log gap: continuous;
+        else, as a combination: categorical) and the columns dropped left out, so a
+        declaration of the originals' column never reads the encoded values."""
+        encoded, plan = self._encode(originals, self._encoding(originals, self.check(originals)))
+        return encoded, {**{c: kind for c, kind in types.items() if c not in plan},
+                         **{c: kind for c, kind in plan.items() if kind is not None}}
+
+    def _encode(self, originals: pd.DataFrame,
+                encoding: list[int]) -> tuple[pd.DataFrame, dict[Any, str | None]]:
+        """The encoded table and the kind of each column it changed (None: dropped)."""
+        encoded, kinds = originals.copy(), {}
         for i in encoding:
-            _update(encoded, self.rules[i].encode(originals))
-        return encoded
+            columns = self.rules[i].encode(originals)
+            _update(encoded, columns)
+            kinds.update({c: None if values is None else CONTINUOUS if is_number(values.dtype)
+                          else CATEGORICAL for c, values in columns.items()})
+        return encoded, kinds
 
     def decode(self, avatars: pd.DataFrame, originals: pd.DataFrame) -> pd.DataFrame:
         """The avatars of ``encode(originals)`` with the originals' columns back."""
@@ -189,7 +226,8 @@ class RuleSet:
         from; ``seed``: the random draws of the repairs (the same for a seed)."""
         exempt = self.check(originals)
         encoding = self._encoding(originals, exempt)
-        expected = self._encode(originals, encoding).columns if encoded else originals.columns
+        expected = (self._encode(originals, encoding)[0].columns if encoded
+                    else originals.columns)
         _check_avatars(avatars, list(expected), len(originals), encoded)
         if neighbours is not None:
             neighbours.check(len(avatars), len(originals))

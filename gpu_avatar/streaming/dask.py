@@ -141,6 +141,7 @@ def avatarize(
     metrics: bool = True,
     resume: bool = False,
     progress: ProgressLike = None,
+    rules: Any = None,
     **settings: Any,
 ) -> ParquetAvatarization:
     """``ga.avatarize_parquet`` with every batch a Dask task on ``client`` (a
@@ -158,6 +159,7 @@ def avatarize(
             progress=progress,
             executor=DaskExecutor(active),
             scheduler="dask",
+            rules=rules,
             **settings,
         )
 

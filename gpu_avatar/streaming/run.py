@@ -47,7 +47,9 @@ from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, see
 from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
 from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
+from ..pipeline.rules import refuse_non_variables, rules_seed
 from ..progress import ProgressLike, Steps
+from ..rules import RuleSet, across_children
 from ..synthesis import shuffle_order
 from .plan import make_plan
 from .route import route, spill_name
@@ -90,6 +92,7 @@ class BatchContext:
     apart: ColumnsApart
     destination: str
     metrics: bool
+    rules: RuleSet | None = None  # held on each batch's rows, by repairs
 
 
 def load_batch(task: BatchTask, context: BatchContext) -> pd.DataFrame:
@@ -146,7 +149,16 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     timings["read"] = time.perf_counter() - started
     released_order = shuffle_order(task.rows, task.sequence)
     identifiers = context.apart.identifiers(frame, released_order, task.offset)
-    avatars = avatarize_rows(context.model, frame, task.sequence, identifiers, timings)
+    avatars, neighbours = avatarize_rows(context.model, frame, task.sequence, identifiers,
+                                         timings, neighbours=context.rules is not None)
+    repaired = None
+    if context.rules is not None:
+        tick = time.perf_counter()
+        kept = context.rules.apply(frame, avatars, neighbours=neighbours,
+                                   seed=rules_seed(task.sequence))
+        avatars = kept.avatars
+        repaired = {r.rule.describe(): r.rows_repaired for r in kept.reports}
+        timings["rules"] = time.perf_counter() - tick
     metrics = None
     if context.metrics:
         tick = time.perf_counter()
@@ -172,6 +184,7 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
         "rows": task.rows,
         "part": part_name(task.batch),
         "metrics": metrics,
+        **({} if repaired is None else {"rules_rows_repaired": repaired}),
         "seconds": time.perf_counter() - started,
         "timings": timings,
     }
@@ -307,6 +320,7 @@ def avatarize_parquet(
     progress: ProgressLike = None,
     executor: Executor = run_locally,
     scheduler: str = "local",
+    rules: Any = None,
     **settings: Any,
 ) -> ParquetAvatarization:
     """Avatarize a Parquet file or directory into ``destination``, ``batch_size`` rows at a
@@ -322,9 +336,19 @@ def avatarize_parquet(
     source, parameters and seed; ``seed=None`` takes the recorded one). ``progress`` as in
     ``avatarize``. Returns a ``ParquetAvatarization``. Needs pyarrow
     (``pip install 'gpu_avatar[parquet]'``). ``executor``/``scheduler``: how batches run (a
-    local loop; ``gpu_avatar.distributed`` passes its Dask executor).
+    local loop; ``gpu_avatar.distributed`` passes its Dask executor). ``rules`` (as
+    ``avatarize`` takes them) hold on every row: each batch's avatars repaired against the
+    batch's originals (checked there) from their neighbours, the rows repaired recorded per
+    batch; none across a parent's children, as a stream is one table.
     """
     parameters = avatar_parameters(parameters, **settings)
+    rules = RuleSet.of(rules)
+    if rules is not None:
+        refuse_non_variables(rules, parameters.types)
+        across = [r.describe() for r in rules.rules if across_children(r)]
+        if across:
+            raise AvatarError(f"rules {across} hold across a parent's children, which a "
+                              "streamed table has not; avatarize a Database instead")
     batch_size = parameters.batch_size
     if batch_size is None:
         raise AvatarError("batch_size is required: the number of rows avatarized at once")
@@ -413,6 +437,7 @@ def avatarize_parquet(
         apart=scan.apart,
         destination=str(destination),
         metrics=bool(metrics),
+        rules=rules,
     )
     with steps.step("fit"):
         tick = time.perf_counter()
@@ -428,6 +453,7 @@ def avatarize_parquet(
             "part": summary["part"],
             "metrics": summary["metrics"],
             "seconds": round(summary["seconds"], 3),
+            **{k: summary[k] for k in ("rules_rows_repaired",) if k in summary},
         }
         for step, seconds in summary["timings"].items():
             timings[f"batches: {step}"] = timings.get(f"batches: {step}", 0.0) + seconds
