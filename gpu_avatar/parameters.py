@@ -36,8 +36,9 @@ KIND_MEANINGS = {  # what ``types`` may declare (the column plan), and what each
               "seconds since the epoch, standardised",
     "identifier": "not a variable: fresh values in the release",
     f"{PSEUDONYM}:STRATEGY": "an identifier whose avatars carry a pseudonym of their original's "
-                             "value, one per value in every table (STRATEGY: fresh, integer, "
-                             "pattern, uuid4, constant, hmac, fake)",
+                             "value, one per value in every table (STRATEGY: integer, "
+                             "pattern, uuid4, constant, hmac, fake; 'pseudonym' alone or "
+                             "pseudonym:fresh is 'identifier')",
     "excluded:row_order": "left out of the method; each avatar gets its own original's value "
                           "(released as is)",
     "excluded:coordinate_similarity": "left out of the method; each avatar gets the value of "
@@ -173,12 +174,23 @@ def _declaration(declared: Any, where: str) -> str:
 
     if head == PSEUDONYM or isinstance(declared, (Pseudonym, Mapping)):
         try:
-            text = Pseudonym.of(declared).text
+            spec = Pseudonym.of(declared)
         except AvatarError as error:
             raise type(error)(f"{where}: {error}") from None
+        text = spec.text  # the plan's form, read back by every entry point: it must be exact
+        try:
+            exact = Pseudonym.from_text(text) == spec
+        except AvatarError:
+            exact = False
+        if not exact:
+            raise AvatarError(
+                f"{where}: this pseudonym does not read back from its text form {text!r}; "
+                "give a pattern or constant without ',name=' and a text constant that does "
+                "not read as an integer")
         return "identifier" if text == PSEUDONYM else text
-    shown = declared if head is None else head + (":..." if tail else "")  # no option: a key?
-    raise AvatarError(f"{where}={shown!r} is not a kind; the kinds: {kinds_listed()}")
+    shown = repr(declared) if head is None else repr(head) + (" (options not repeated)"
+                                                             if tail else "")  # a key?
+    raise AvatarError(f"{where}={shown} is not a kind; the kinds: {kinds_listed()}")
 
 
 def check_column_weights(weights: Any) -> dict[Any, float]:

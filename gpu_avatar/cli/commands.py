@@ -72,6 +72,7 @@ from ..parameters import (
     check_rare_threshold,
     check_types,
     column_kind,
+    kinds_listed,
 )
 from ..parsing import DECIMAL_MARKS
 from ..report.language import LANGUAGES
@@ -151,10 +152,11 @@ def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
     types: dict[str, str] = {}
     for spec in (item for group in specs or [] for item in group):
         splits = [i for i, c in enumerate(spec) if c == "=" and i > 0]
-        at = next((i for i in splits if spec[i + 1:].partition(":")[0] in KIND_HEADS),
-                  splits[-1] if splits else None)
-        if at is None:
-            raise UsageError(f"--types expects COLUMN=KIND, got {spec!r}")
+        at = next((i for i in splits if spec[i + 1:].partition(":")[0] in KIND_HEADS), None)
+        if at is None:  # nothing after the "=" is repeated: it could hold a key by mistake
+            column = spec.partition("=")[0]
+            raise UsageError(f"--types {column}=...: no kind after the '='; the kinds: "
+                             f"{kinds_listed()}")
         column, kind = spec[:at], spec[at + 1:]
         try:
             types.update(check_types({column: kind}, f"--types {column}: types"))

@@ -34,9 +34,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AvatarError, FixableError
-from ..parameters import column_kind
+from ..parameters import column_kind, reattach_method
 from ..parsing import SAMPLE, decimal_mark, type_text_column
-from .kinds import CATEGORICAL, CONTINUOUS, DROPPED, IDENTIFIER, detect_kind, is_number, is_text
+from .kinds import (
+    CATEGORICAL,
+    CONTINUOUS,
+    DROPPED,
+    EXCLUDED,
+    IDENTIFIER,
+    detect_kind,
+    is_number,
+    is_text,
+)
 
 DISTINCT_SHARE = 0.95
 TEXT_DISTINCT_SHARE = 0.2  # text this varied: names, addresses, free text (rows per person)
@@ -179,10 +188,13 @@ def identifying_columns(df: pd.DataFrame, types: Mapping[Any, str] | None = None
     return found
 
 
-# Why a pseudonymized column is released knowingly (``pipeline/apart.py``).
+# Why a pseudonymized or excluded column is released knowingly (``pipeline/apart.py``).
 PSEUDONYM_LINK = ("pseudonyms of the original values: whoever can recompute them (the hmac "
                   "key's holder; for the drawn ones, the originals and the run's seed) can "
                   "tell which person each avatar comes from")
+REATTACHED = {"row_order": "excluded, each avatar given its own original's value",
+              "coordinate_similarity": "excluded, each avatar given the value of the original "
+                                       "nearest to it"}
 
 
 class IdentifyingColumnsError(FixableError):
@@ -263,9 +275,13 @@ def refuse_undeclared_tables(
     undeclared = [c for c in found if c.column not in declared[c.table]]
     if undeclared:
         raise IdentifyingColumnsError.of(undeclared)
+    flagged = {(c.table, c.column) for c in found}
     return found + [IdentifyingColumn(column, PSEUDONYM_LINK, table, False)
                     for table, types in declared.items() for column, kind in types.items()
-                    if _links_avatars(kind)]
+                    if _links_avatars(kind)] + [
+        IdentifyingColumn(column, REATTACHED[reattach_method(kind)], table, False)
+        for table, types in declared.items() for column, kind in types.items()
+        if column_kind(kind) == EXCLUDED and (table, column) not in flagged]
 
 
 def _links_avatars(declared: str) -> bool:

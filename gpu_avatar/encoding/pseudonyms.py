@@ -221,12 +221,15 @@ class Pseudonym(_Settings):
             if name in settings:
                 raise AvatarError(f"pseudonym:{settings['strategy']}: {name} is given twice")
             settings[name] = value
+        if settings["strategy"] == "constant" and re.fullmatch(r"-?\d+", str(
+                settings.get("value", ""))):
+            settings["value"] = int(settings["value"])  # an integer column's constant
         if settings.get("length") is not None:
             try:
                 settings["length"] = int(settings["length"])
             except ValueError:
-                raise AvatarTypeError(
-                    f"length must be an integer, got {settings['length']!r}") from None
+                raise AvatarTypeError(  # the text is not repeated: it could be a key
+                    "length must be an integer number of hex digits, e.g. length=16") from None
         return cls.of(settings)
 
 
@@ -305,7 +308,10 @@ def _faker(spec: Pseudonym):
 
 
 def _text(value: Any) -> str:
-    """A value as a text file writes it: integers, whole floats too, in decimal."""
+    """A value as a text file writes it: integers, whole floats too, in decimal; booleans
+    as True and False, however they are held."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(int(value)) if isinstance(value, (int, np.integer)) else str(value)

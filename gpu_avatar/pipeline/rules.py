@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import FixableError
 from ..parameters import AvatarParameters, is_variable
-from ..rules import Neighbours, RuleSet, RulesResult
+from ..rules import FixedCombinations, Neighbours, RuleSet, RulesResult
 
 _STREAM_RULES = 7  # the seed stream of the repairs' draws (batches.py uses 5-6)
 
@@ -66,6 +67,7 @@ class RulesRun:
         """Check the rules against the column plan and the originals, and encode these; the
         combination columns are never grouped as rare (their codes must decode)."""
         refuse_non_variables(rules, parameters.types, keys)
+        _refuse_grouped_combinations(rules, parameters)
         encoded, types = rules.encode_plan(originals, parameters.types)
         added = [c for c in types if c not in originals.columns]
         thresholds = {**{c: t for c, t in parameters.column_rare_modalities.items()
@@ -78,3 +80,24 @@ class RulesRun:
         """The unshuffled avatars of ``encoded`` decoded, every rule kept."""
         return self.rules.apply(self.originals, unshuffled, encoded=True, neighbours=neighbours,
                                 seed=rules_seed(sequence))
+
+
+def _refuse_grouped_combinations(rules: RuleSet, parameters: AvatarParameters) -> None:
+    """A fixed combination releases the originals' combinations as they are: it cannot keep
+    a column's rare modalities grouped, so the two are refused together, before any work."""
+    for rule in rules.rules:
+        if not isinstance(rule, FixedCombinations):
+            continue
+        grouped = [c for c in rule.columns
+                   if parameters.column_rare_modalities.get(c, parameters.rare_modalities)
+                   is not None]
+        if grouped:
+            raise FixableError(
+                f"rule {rule.kind} {list(rule.columns)} releases the originals' combinations, "
+                f"rare modalities of {grouped} included, which rare_modalities would group",
+                {"python": "group those values in the table first, or leave these columns "
+                           f"out of the grouping: column_rare_modalities={{{grouped[0]!r}: None}}",
+                 "cli": "group those values in the file first, or leave these columns out of "
+                        f"the grouping: --column-rare-modalities {grouped[0]}=none",
+                 "yaml": "group those values in the file first, or leave these columns out of "
+                         f"the grouping: column_rare_modalities: {{{grouped[0]}: null}}"})

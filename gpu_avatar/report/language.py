@@ -72,10 +72,10 @@ FRENCH: dict[str, str] = {
     "avatar.":
         " Avec zero_distance = 'bounded', les doublons d'une ligne ne prennent plus tout le poids "
         "de son avatar.",
-    "Rare modalities grouped before the projection (released as the value after the arrow): "
-    "{groups}.":
-        "Modalités rares regroupées avant la projection (publiées sous la valeur après la "
-        "flèche) : {groups}.",
+    "Rare modalities grouped before the projection (how many, and the value they are released "
+    "as): {groups}.":
+        "Modalités rares regroupées avant la projection (leur nombre, et la valeur sous "
+        "laquelle elles sont publiées) : {groups}.",
     "Grouping the rare modalities of the categorical columns (rare_modalities) would release "
     "none of their unique values: {metric} would rise to {value} %.":
         "Regrouper les modalités rares des colonnes catégorielles (rare_modalities) ne "

@@ -288,24 +288,21 @@ def _rules_blocks(rules: Sequence[RuleReport], tr: Translator) -> list:
 
 
 def _grouped(groups: Mapping[Any, Mapping[Any, Any]], tr: Translator) -> list:
-    """The line listing the rare modalities grouped before the projection, per column."""
+    """The line counting the rare modalities grouped before the projection, per column and
+    group; the values themselves are not shown (each is held by few people: the report may
+    travel with the release), ``result.grouped_modalities`` holds them."""
     if not groups:
         return []
-    labels = {}  # column -> label -> its grouped values
+    counts = {}  # column -> label -> how many values it groups
     for column, group in groups.items():
-        for value, label in group.items():
-            labels.setdefault(column, {}).setdefault(label, []).append(str(value))
-    shown = 10  # values listed per group, then how many more
-
-    def listed(values: list[str]) -> str:
-        more = f", ... (+{len(values) - shown})" if len(values) > shown else ""
-        return ", ".join(values[:shown]) + more
-
+        for label in group.values():
+            counts.setdefault(column, {}).setdefault(label, 0)
+            counts[column][label] += 1
     text = "; ".join(f"{column}: " + ", ".join(
-        f"{listed(values)} -> {label}" for label, values in by_label.items())
-        for column, by_label in labels.items())
-    return [Text(tr("Rare modalities grouped before the projection (released as the value "
-                    "after the arrow): {groups}.", groups=text), "note")]
+        f"{count} -> {label}" for label, count in by_label.items())
+        for column, by_label in counts.items())
+    return [Text(tr("Rare modalities grouped before the projection (how many, and the value "
+                    "they are released as): {groups}.", groups=text), "note")]
 
 
 def _grouping_lift(privacy: PrivacyMetrics, categorical: list, tr: Translator) -> list:

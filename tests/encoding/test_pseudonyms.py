@@ -417,3 +417,9 @@ def test_a_chunk_added_late_or_never_is_refused_without_showing_values():
     with pytest.raises(ga.AvatarError, match="a value was not added") as e:
         pseudonymizer.pseudonyms(pd.Series(["secret-patient-code"]))
     assert "secret-patient-code" not in str(e.value)
+
+
+def test_boolean_values_get_their_pseudonyms():
+    out = pseudonymize(pd.Series([True, False, None, True], dtype=object), "pseudonym:integer",
+                       seed=0)
+    assert out[0] == out[3] != out[1] and pd.isna(out[2])

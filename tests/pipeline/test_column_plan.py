@@ -125,6 +125,7 @@ def test_excluded_by_coordinate_similarity_keeps_the_marginal(visits):
     # a real value, of the original nearest to the avatar: not simply the own one
     own = (result.sensitive_unshuffled_avatars["site"] == df["site"]).mean()
     assert own < 0.95
+    assert "site" in {c.column for c in result.knowingly_released}  # said, though not flagged
 
 
 def test_a_dropped_column_is_not_released_and_the_metrics_run_without_it(visits):
@@ -156,3 +157,24 @@ def test_the_command_line_takes_the_plan_and_refuses_a_key_given_as_a_value(
     for text in (said.out.encode(), said.err.encode(), *written):
         assert KEY.encode() not in text
     assert os.environ[KEY_ENV] == KEY  # read, not consumed
+
+
+def test_a_pseudonym_is_kept_exactly_or_refused(visits):
+    df, types = visits
+    constant = {"strategy": "constant", "value": 0}
+    assert ga.avatarize(df.assign(code=np.arange(len(df)) + 1), k=10, seed=0, types={
+        **types, "code": constant}).avatars["code"].eq(0).all()  # an integer, not "0"
+    with pytest.raises(ga.AvatarError, match="does not read back from its text form"):
+        ga.avatarize(df, k=10, types={**types, "code": {"strategy": "constant",
+                                                        "value": "x,y=z"}})
+
+
+def test_a_mistyped_kind_on_the_command_line_repeats_no_option(visits, tmp_path, capsys):
+    df, _ = visits
+    source = tmp_path / "visits.csv"
+    df[["code", "age", "wtkg"]].to_csv(source, index=False)
+    for item in (f"code=pseudonim:hmac:key={KEY}", f"code=pseudonym:hmac:length={KEY}"):
+        assert main(["avatarize", str(source), str(tmp_path / "a.csv"), "--quiet",
+                     "--column", item]) != 0
+        said = capsys.readouterr()
+        assert KEY not in said.out + said.err and "code" in said.err

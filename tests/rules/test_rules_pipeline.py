@@ -81,6 +81,16 @@ def test_rules_may_name_variables_only(ruled):
                      rules=[R.Range("pidnum", 0, 10**7)])
 
 
+def test_fixed_combinations_refuse_to_release_modalities_grouped_as_rare(ruled):
+    """The combinations are the originals': they would bring the grouped values back."""
+    df, types = ruled
+    rule = R.FixedCombinations(("hemo", "homo"))
+    with pytest.raises(AvatarError, match=r"rare modalities of \['hemo', 'homo'\] included"):
+        ga.avatarize(df, k=20, seed=0, types=types, rare_modalities=5, rules=[rule])
+    ga.avatarize(df, k=20, seed=0, types=types, rare_modalities=5, rules=[rule],
+                 column_rare_modalities={"hemo": None, "homo": None})  # left out: taken
+
+
 def test_yaml_mappings_are_rules_too(ruled):
     df, types = ruled
     result = ga.avatarize(df, k=20, ncp=5, seed=0, types=types, rules=[
