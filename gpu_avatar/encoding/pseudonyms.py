@@ -5,8 +5,9 @@ missing.
 Strategies (``Pseudonym.strategy``):
 
 - ``fresh`` (the default): the fresh identifiers of ``identifiers.py`` (the smallest
-  non-negative integers absent from an integer column, ``avatar_<i>`` for text); for a column
-  of unique values, in row order, exactly ``fresh_identifiers``;
+  non-negative integers absent from an integer column, ``avatar_<i>`` for text), dealt to the
+  values in an order drawn from the run's seed (a table's ``identifier`` columns get them by
+  released position instead: ``pipeline/apart.py``);
 - ``integer``: 1, 2, 3..., skipping every integer an original reads as, dealt to the values
   in an order drawn from the run's seed;
 - ``pattern``: those numbers written by a format, e.g. ``P{:05d}``, skipping the originals;
@@ -398,8 +399,9 @@ class Pseudonymizer:
         drawn on the first call."""
         if self._table is None:
             count, strategy, value = len(self._ranks), self.spec.strategy, self.spec.value
-            if strategy == "fresh":
+            if strategy == "fresh":  # dealt in an order drawn from the seed, as numbers are
                 values = self._fresh.fresh(0, count)
+                values = values[np.random.default_rng(self._sequence).permutation(count)]
             elif strategy == "constant":
                 if self._is_original(_text(value)):
                     raise AvatarError(
