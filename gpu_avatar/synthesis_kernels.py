@@ -183,10 +183,26 @@ def _calibrate_variable(original, avatars, m, neighbours, weights, uniforms, flo
                 keys[q] += w
         for q in range(first, p):
             keys[q] = np.log(uniforms[i]) * max(kept, 1e-300) / keys[q]
-    for q in np.argsort(-keys[:p], kind="mergesort"):
-        i = rows[q]
-        v = values[q]
-        if need[v] > 0 and need[avatars[i]] < 0:  # a changed avatar's value is never above
-            need[avatars[i]] += 1
-            need[v] -= 1
-            avatars[i] = v
+    # In key order; most candidates are never reached (the changes are a few per cent of
+    # them), so the keys are sorted a slice at a time: the largest ``taken`` first, found by
+    # a partition, then the rest only if some value still needs rows.
+    keys = -keys[:p]
+    wanted = need[need > 0].sum()
+    done = 0
+    while done < p and need.max() > 0:
+        taken = min(p - done, max(4 * wanted, 1024, done))  # at least doubling
+        if done + taken < p:
+            cut = np.partition(keys, done + taken - 1)[done + taken - 1]
+            order = np.nonzero(keys <= cut)[0]
+            order = order[np.argsort(keys[order], kind="mergesort")][done:]
+        else:
+            order = np.argsort(keys, kind="mergesort")[done:]
+        for q in order:
+            i = rows[q]
+            v = values[q]
+            if need[v] > 0 and need[avatars[i]] < 0:  # a changed avatar's value is never above
+                need[avatars[i]] += 1
+                need[v] -= 1
+                avatars[i] = v
+        done += order.size
+        wanted = need[need > 0].sum()
