@@ -153,7 +153,9 @@ def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
     for spec in (item for group in specs or [] for item in group):
         splits = [i for i, c in enumerate(spec) if c == "=" and i > 0]
         at = next((i for i in splits if spec[i + 1:].partition(":")[0] in KIND_HEADS), None)
-        if at is None:  # nothing after the "=" is repeated: it could hold a key by mistake
+        if at is None and len(splits) == 1 and ":" not in spec[splits[0]:]:
+            at = splits[0]  # one word, a mistyped kind: said as it is
+        if at is None:  # options after the "=" are not repeated: they could hold a key
             column = spec.partition("=")[0]
             raise UsageError(f"--types {column}=...: no kind after the '='; the kinds: "
                              f"{kinds_listed()}")
