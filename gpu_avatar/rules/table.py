@@ -272,7 +272,9 @@ class FixedCombinations(Encodable):
     (missing counts as a value). Encoded: they become one categorical column of combinations
     (named by joining them with "+"), decoded after. Repaired otherwise: an unseen
     combination becomes the seen one that changes the fewest columns, among the avatar's
-    neighbours' (the heaviest on ties), else among all the originals' (the most frequent)."""
+    neighbours' (the heaviest on ties), else among all the originals' (the most frequent).
+    A combination is released whole, as an original holds it: one held by a single person
+    too (each value alone may be common): a declared release."""
 
     columns: tuple[str, ...]
     kind = "fixed_combinations"
