@@ -359,6 +359,7 @@ class Database:
             raise AvatarError("the database has no table; call add_table first")
         self.topological_order()
         series = {link.child for link in self.links if link.method == "time_series"}
+        pseudonymized = self.pseudonymized()  # (table, column) -> entity, once
         for name, table in self.tables.items():
             if table.time is not None and name not in series:
                 raise FixableError(
@@ -370,14 +371,14 @@ class Database:
                                 "FOREIGN_KEY, method: time_series}",
                     })
             self._check_rules(name)
-            pseudonymized = [c for (t, c) in self.pseudonymized() if t == name]
-            foreign = [c for c in pseudonymized if c in self.foreign_keys(name)]
+            own = [c for (t, c) in pseudonymized if t == name]
+            foreign = [c for c in own if c in self.foreign_keys(name)]
             if foreign:
                 raise AvatarError(
                     f"table {name!r}: {foreign} are foreign keys, which take their parent's "
                     "key: give the parent's primary key the pseudonyms (or the entity) instead")
-            rebuilt = pseudonymized + [c for c, kind in table.types.items()
-                                       if column_kind(kind) == "excluded"]
+            rebuilt = own + [c for c, kind in table.types.items()
+                             if column_kind(kind) == "excluded"]
             if name in series and rebuilt:
                 raise AvatarError(
                     f"table {name!r} holds time series rebuilt for the avatars: its rows are "
