@@ -36,7 +36,7 @@ from .projection import FAMD, MCA, PCA
 from .relational import Database, DatabaseAvatarizationResult, avatarize_database
 from .report import write_report
 from .streaming import ParquetAvatarization, avatarize_parquet
-from .streaming import dask as distributed  # Dask itself is imported on first use
+from . import distributed  # Dask itself is imported on first use
 from .workflow import Release, prepare_release
 
 __version__ = "0.1.0"

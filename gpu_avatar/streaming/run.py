@@ -13,7 +13,7 @@ each batch, same per-batch seeds), so both give the same avatar rows:
 4. **batches**: ``process_batch`` loads one batch, avatarizes it in the shared space with
    ``avatarize_rows`` and the batch's own seed, computes its privacy metrics (``metrics=True``),
    releases its rows in ``shuffle_order(len(batch), seed)`` and writes ``part-<b>.parquet``.
-   ``streaming.dask`` (``ga.distributed``) runs the same ``process_batch`` as Dask tasks.
+   ``gpu_avatar.distributed`` runs the same ``process_batch`` as Dask tasks.
 
 Output: ``part-00000.parquet``, ... (schema = the input's; a column read as pandas ``Int64``
 because it holds missing integers is written back as the input's integer type), and

@@ -1,14 +1,4 @@
-"""Dask: batches as tasks across workers, CPUs or GPUs (gpu.md section 5).
-
-``avatarize(source, destination, client=None, ...)`` is ``avatarize_parquet`` with another
-scheduler: the scan, the routing and the fit run on the driver (the client's process), the
-fitted model is broadcast once to every worker (``client.scatter(..., broadcast=True)``), then
-every batch is one task running ``streaming.process_batch``, which reads its spill file, writes
-its part and returns its privacy metrics. The output files are those of the local streamed
-run for the same seed. A task that fails (or a worker that dies) raises an ``AvatarError``
-naming the batch; the destination then stays marked incomplete and ``resume=True`` finishes
-it. On a cluster of several machines, ``destination`` must be a folder every worker can read
-and write (a shared file system).
+"""Exact privacy metrics with the distance-rank reduction spread over Dask workers.
 
 ``privacy_metrics(original, unshuffled_avatars, client=None, ...)`` is ``ga.privacy_metrics``
 with the distance-rank reduction spread over the workers: the avatar coordinates are broadcast,
@@ -33,138 +23,22 @@ the call. GPUs: one worker per GPU with ``dask_cuda`` and ``backend="gpu"``, the
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Callable, Mapping
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..backend import CPU, Backend, resolve_backend
-from ..errors import AvatarError, import_extra
+from ..errors import AvatarError
 from ..metrics.privacy import PrivacyMetrics
 from ..metrics.privacy import privacy_metrics as local_privacy_metrics
 from ..metrics.reductions import DistanceRanks, default_tile, host_ranks, tile_pass
 from ..neighbours.distances import rowwise_squared
-from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, metric_options
-from ..progress import ProgressLike
-from .run import (
-    BatchContext,
-    BatchTask,
-    ParquetAvatarization,
-    avatarize_parquet,
-    batch_error,
-    process_batch,
-)
-from .source import open_source
+from ..parameters import MetricOptions, metric_options
+from .cluster import client_for, distributed_module, failure_text
 
 
-def _distributed():
-    return import_extra("distributed", "dask", "gpu_avatar.distributed")
-
-
-@contextmanager
-def _client_for(client: Any):
-    """``client``, or a client of a LocalCluster started for the call and closed after it."""
-    if client is not None:
-        yield client
-        return
-    distributed = _distributed()
-    with (
-        distributed.LocalCluster(
-            n_workers=max(1, os.cpu_count() or 1),
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-        ) as cluster,
-        distributed.Client(cluster) as local_client,
-    ):
-        yield local_client
-
-
-def _failure_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
-
-class DaskExecutor:
-    """The Dask scheduler of ``streaming.avatarize_parquet``: batches as tasks."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def __call__(
-        self,
-        tasks: list[BatchTask],
-        context: BatchContext,
-        done: Callable[[BatchTask, dict], None],
-    ) -> None:
-        if not tasks:
-            return
-        distributed = _distributed()
-        # the model, once per worker, under a key of its own: a content-hashed key would be
-        # shared with an earlier run on the same data (resume), whose clean-up cancels it
-        shared = self.client.scatter(context, broadcast=True, hash=False)
-        run = uuid.uuid4().hex[:12]
-        futures = {
-            self.client.submit(
-                process_batch,
-                task,
-                shared,
-                key=f"gpu-avatar-batch-{task.batch:05d}-{run}",
-                pure=False,
-            ): task
-            for task in tasks
-        }
-        try:
-            for future in distributed.as_completed(futures):
-                task = futures[future]
-                try:
-                    summary = future.result()
-                except Exception as error:
-                    raise batch_error(task, error, Path(context.destination)) from error
-                done(task, summary)
-                future.release()
-        finally:
-            self.client.cancel(list(futures))
-            self.client.cancel([shared])
-
-
-def avatarize(
-    source: str | os.PathLike,
-    destination: str | os.PathLike,
-    *,
-    client: Any = None,
-    parameters: AvatarParameters | None = None,
-    metrics: bool = True,
-    resume: bool = False,
-    progress: ProgressLike = None,
-    rules: Any = None,
-    **settings: Any,
-) -> ParquetAvatarization:
-    """``ga.avatarize_parquet`` with every batch a Dask task on ``client`` (a
-    ``distributed.Client``; None: a LocalCluster for the call). Same parameters, same output
-    files for the same seed; see the module docstring."""
-    open_source(source)  # a wrong path is said before a cluster starts
-    avatar_parameters(parameters, **settings)  # and so are wrong parameters
-    with _client_for(client) as active:
-        return avatarize_parquet(
-            source,
-            destination,
-            parameters=parameters,
-            metrics=metrics,
-            resume=resume,
-            progress=progress,
-            executor=DaskExecutor(active),
-            scheduler="dask",
-            rules=rules,
-            **settings,
-        )
-
-
-# ------------------------------------------------------------------ privacy metrics
 def rank_block(x_block: np.ndarray, y: np.ndarray, start: int, backend: str, tile: int | None):
     """One task of the distributed reduction: originals ``start .. start + len(x_block)``
     against every avatar ``y``, tile by tile (the arithmetic of ``reductions.tile_pass``).
@@ -200,7 +74,7 @@ def distance_ranks(
 ) -> DistanceRanks:
     """``reductions.distance_ranks`` with the original rows split into blocks as tasks
     (identical values: every pair gets the same arithmetic)."""
-    distributed = _distributed()
+    distributed = distributed_module()
     x = np.ascontiguousarray(originals, dtype=np.float64)
     y = np.ascontiguousarray(avatars, dtype=np.float64)
     if x.shape != y.shape:
@@ -238,7 +112,7 @@ def distance_ranks(
                 first = futures[future]
                 raise AvatarError(
                     f"the distance-rank block of rows {first:,} to "
-                    f"{min(first + block_rows, n) - 1:,} failed: {_failure_text(error)}"
+                    f"{min(first + block_rows, n) - 1:,} failed: {failure_text(error)}"
                 ) from error
             stop = start + own_b.size
             own[start:stop], cloaking[start:stop], hidden[start:stop] = own_b, cloaking_b, hidden_b
@@ -268,7 +142,7 @@ def privacy_metrics(
     options = metric_options(options, **settings)
     resolved = resolve_backend(backend)
     task_backend = backend.name if isinstance(backend, Backend) else backend
-    with _client_for(client) as active:
+    with client_for(client) as active:
 
         def reduction(x, y, driver_backend):
             return distance_ranks(
