@@ -1,83 +1,154 @@
-"""Dask: batches as tasks across workers, CPUs or GPUs (gpu.md section 5).
+"""``ga.distributed.avatarize``: ``avatarize_parquet`` with every task on a Dask cluster
+(gpu.md section 5).
 
-``avatarize(source, destination, client=None, ...)`` is ``avatarize_parquet`` with another
-scheduler: the scan, the routing and the fit run on the driver (the client's process), the
-fitted model is broadcast once to every worker (``client.scatter(..., broadcast=True)``), then
-every batch is one task running ``streaming.process_batch``, which reads its spill file, writes
-its part and returns its privacy metrics. The output files are those of the local streamed
-run for the same seed. A task that fails (or a worker that dies) raises an ``AvatarError``
-naming the batch; the destination then stays marked incomplete and ``resume=True`` finishes
-it. On a cluster of several machines, ``destination`` must be a folder every worker can read
-and write (a shared file system).
+The driver (the client's process) plans and records; the workers do the data work:
+- the scan: one task per partition (whole row groups) summarises its rows; the summaries merge
+  on the driver into the batch plan (``streaming/scan.py``, ``plan.py``);
+- the route: one task per partition writes its rows into their batches' spill folders in the
+  destination (a shuffle through the shared store, ``streaming/route.py``);
+- the fit: one task fits the model on batch 0. Its result is a graph key, not scattered data:
+  if every worker holding it dies, the scheduler computes it again;
+- the batches: one task per batch (``streaming.process_batch``), which writes its part under
+  the run's id; the driver moves it into place when the task reports.
+Every task retries ``retries`` times on failure. A batch whose workers keep dying (most often
+over their memory limit) is reported with a smaller ``batch_size`` to use. Every task first
+sizes numba's threads to its worker's (``cluster.on_worker``); with ``backend="gpu"`` every
+fit and batch task asks for one ``GPU`` resource, and checks its device's memory before its
+batch.
+
+``source``: a Parquet file or folder (a local path, made absolute, or a URL opened by fsspec
+with ``storage_options``: ``file://``, ``s3://``, ``gs://``, ``memory://``...), or a
+``dask.dataframe``, which the workers first write into ``<destination>/_source`` (removed
+with the spill files at the end). ``destination`` must be a store every worker reaches (a
+shared file system or an object store; ``memory://`` only with workers in this process). The
+output files are those of ``avatarize_parquet`` for the same seed, read back with
+``result.to_dask()``.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
+from ..errors import AvatarError
 from ..parameters import AvatarParameters, avatar_parameters
 from ..progress import ProgressLike
 from ..streaming.run import (
+    SOURCE,
     BatchContext,
     BatchTask,
     ParquetAvatarization,
     avatarize_parquet,
     batch_error,
+    fit_context,
     process_batch,
 )
 from ..streaming.source import open_source
-from .cluster import client_for, distributed_module
+from ..streaming.store import Store
+from .cluster import client_for, distributed_module, failure_text, on_worker, task_resources
+
+MANIFEST_OF_SOURCE = "_COMPLETE"  # the dask.dataframe source is whole (a resume reuses it)
 
 
-class DaskExecutor:
-    """The Dask scheduler of ``streaming.avatarize_parquet``: batches as tasks."""
+class DaskScheduler:
+    """The tasks of ``avatarize_parquet`` on a Dask cluster (see the module docstring)."""
 
-    def __init__(self, client: Any) -> None:
+    name = "dask"
+
+    def __init__(self, client: Any, gpu: bool = False, retries: int = 2) -> None:
         self.client = client
+        self.retries = retries
+        self.resources = task_resources(client, gpu)
+        self.run = uuid.uuid4().hex[:12]
+        self.maps = 0  # keys stay unique over the calls of ``map``
 
-    def __call__(
-        self,
-        tasks: list[BatchTask],
-        context: BatchContext,
-        done: Callable[[BatchTask, dict], None],
-    ) -> None:
+    def _submit(self, key: str, function: Callable, *arguments: Any, resources=None):
+        return self.client.submit(on_worker, function, *arguments, key=f"gpu-avatar-{key}-"
+                                  f"{self.run}", pure=False, retries=self.retries,
+                                  resources=resources)
+
+    def map(self, function: Callable, items: list, *arguments: Any) -> list:
+        """``[function(item, *arguments)]``, one task per item, in order."""
+        distributed = distributed_module()
+        step = getattr(function, "__name__", "task").strip("_").replace("_", "-")
+        self.maps += 1
+        futures = [self._submit(f"{step}-{self.maps}-{i:05d}", partial(function, item, *arguments))
+                   for i, item in enumerate(items)]
+        try:
+            return self.client.gather(futures)
+        except distributed.KilledWorker as error:
+            raise AvatarError(
+                f"a {step} task's workers kept dying ({failure_text(error)}), most often over "
+                "their memory limit: give the workers more memory"
+            ) from error
+        finally:
+            self.client.cancel(futures)
+
+    def fit(self, task: BatchTask, context: BatchContext, parameters: AvatarParameters,
+            groups: Mapping | None):
+        """The fitted context as a future: a graph key, recomputed wherever it is lost."""
+        return self._submit("model", fit_context, task, context, parameters, groups,
+                            resources=self.resources)
+
+    def batches(self, tasks: list[BatchTask], context: Any,
+                done: Callable[[BatchTask, dict], None]) -> None:
         if not tasks:
             return
         distributed = distributed_module()
-        # the model, once per worker, under a key of its own: a content-hashed key would be
-        # shared with an earlier run on the same data (resume), whose clean-up cancels it
-        shared = self.client.scatter(context, broadcast=True, hash=False)
-        run = uuid.uuid4().hex[:12]
-        futures = {
-            self.client.submit(
-                process_batch,
-                task,
-                shared,
-                key=f"gpu-avatar-batch-{task.batch:05d}-{run}",
-                pure=False,
-            ): task
-            for task in tasks
-        }
+        futures = {self._submit(f"batch-{task.batch:05d}", process_batch, task, context,
+                                resources=self.resources): task for task in tasks}
         try:
             for future in distributed.as_completed(futures):
                 task = futures[future]
                 try:
                     summary = future.result()
+                except distributed.KilledWorker as error:
+                    smaller = max(1, task.rows // 2)
+                    raise batch_error(task, error, "the destination", hint=(
+                        "its workers kept dying, most often over their memory limit: pass "
+                        f"batch_size={smaller:,} (half of this batch) or give the workers "
+                        "more memory")) from error
                 except Exception as error:
-                    raise batch_error(task, error, Path(context.destination)) from error
+                    raise batch_error(task, error, "the destination") from error
                 done(task, summary)
                 future.release()
         finally:
-            self.client.cancel(list(futures))
-            self.client.cancel([shared])
+            self.client.cancel([*futures, context])
+
+
+def _written_source(frame: Any, destination: str, storage_options: Mapping | None) -> str:
+    """A ``dask.dataframe`` written by the workers as Parquet into the destination."""
+    store = Store.open(destination, storage_options)
+    url = store.fs.unstrip_protocol(store.path(SOURCE))
+    if store.exists(SOURCE, MANIFEST_OF_SOURCE):
+        return url  # a resumed run: the same rows as before
+    store.remove(SOURCE)
+    frame.to_parquet(url, storage_options=dict(storage_options or {}) or None,
+                     write_index=False)
+    store.write_text("", SOURCE, MANIFEST_OF_SOURCE)
+    return url
+
+
+def _refuse_process_local(location: Any, storage_options: Mapping | None, client: Any) -> None:
+    """``memory://`` lives in one process: refuse it when workers run in others."""
+    store = Store.open(location, storage_options)
+    if "memory" not in str(store.fs.protocol):
+        return
+    here = os.getpid()
+    pids = client.run(os.getpid)
+    if any(pid != here for pid in pids.values()):
+        raise AvatarError(
+            f"{location} is a memory:// store, which only this process sees, but the workers "
+            "run in other processes: use a shared folder or an object store (s3://, gs://), "
+            "or a cluster of threads (LocalCluster(processes=False))"
+        )
 
 
 def avatarize(
-    source: str | os.PathLike,
+    source: Any,
     destination: str | os.PathLike,
     *,
     client: Any = None,
@@ -86,23 +157,42 @@ def avatarize(
     resume: bool = False,
     progress: ProgressLike = None,
     rules: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    retries: int = 2,
     **settings: Any,
 ) -> ParquetAvatarization:
-    """``ga.avatarize_parquet`` with every batch a Dask task on ``client`` (a
-    ``distributed.Client``; None: a LocalCluster for the call). Same parameters, same output
-    files for the same seed; see the module docstring."""
-    open_source(source)  # a wrong path is said before a cluster starts
-    avatar_parameters(parameters, **settings)  # and so are wrong parameters
+    """``ga.avatarize_parquet`` with every task on ``client`` (a ``distributed.Client``;
+    None: a LocalCluster for the call). ``source``: a Parquet path or URL, or a
+    ``dask.dataframe``. Same parameters, same output files for the same seed; ``retries``:
+    how many times a failed task runs again. See the module docstring."""
+    frame = None if isinstance(source, (str, os.PathLike)) else source
+    if frame is None:
+        open_source(source, storage_options)  # a wrong path is said before a cluster starts
+    elif not hasattr(frame, "to_parquet") or not hasattr(frame, "npartitions"):
+        raise AvatarError(
+            f"source is a {type(source).__name__}: give a Parquet path or URL, or a "
+            "dask.dataframe (for a pandas DataFrame, use ga.avatarize or dd.from_pandas)"
+        )
+    parameters = avatar_parameters(parameters, **settings)
     with client_for(client) as active:
-        return avatarize_parquet(
+        for location in ([] if frame is not None else [source]) + [destination]:
+            _refuse_process_local(location, storage_options, active)
+        if frame is not None:
+            store = Store.open(destination, storage_options)
+            if not resume and store.listdir():
+                raise AvatarError(f"the destination {destination} is not empty; give an "
+                                  "empty or new folder, or resume=True to finish a run there")
+            source = _written_source(frame, str(destination), storage_options)
+        scheduler = DaskScheduler(active, gpu=parameters.backend == "gpu", retries=retries)
+        result = avatarize_parquet(
             source,
             destination,
             parameters=parameters,
             metrics=metrics,
             resume=resume,
             progress=progress,
-            executor=DaskExecutor(active),
-            scheduler="dask",
             rules=rules,
-            **settings,
+            storage_options=storage_options,
+            scheduler=scheduler,
         )
+        return result

@@ -1,12 +1,17 @@
-"""The Dask client of a distributed call: the caller's, or a LocalCluster started for it."""
+"""The Dask side of a distributed call: the client (the caller's, or a LocalCluster started
+for it), and what every task does first on its worker (numba's threads sized to the
+worker's)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import import_extra
+from ..errors import AvatarError, import_extra
+
+GPU = "GPU"  # the worker resource a GPU task asks for (one per worker)
 
 
 def distributed_module():
@@ -27,10 +32,47 @@ def client_for(client: Any):
             threads_per_worker=1,
             processes=True,
             dashboard_address=":0",
+            host="127.0.0.1",
         ) as cluster,
         distributed.Client(cluster) as local_client,
     ):
         yield local_client
+
+
+def gpu_cluster(**settings: Any):
+    """A ``dask_cuda.LocalCUDACluster``: one worker per GPU, each declaring the ``GPU``
+    resource the GPU tasks ask for (``pip install 'gpu_avatar[dask-gpu]'``)."""
+    dask_cuda = import_extra("dask_cuda", "dask-gpu", "gpu_avatar.distributed on GPUs")
+    settings.setdefault("resources", {GPU: 1})
+    return dask_cuda.LocalCUDACluster(**settings)
+
+
+def on_worker(function: Callable, *arguments: Any) -> Any:
+    """Run ``function`` in a Dask task with numba's parallel code on as many threads as the
+    worker has (not on every core of the machine, in every worker)."""
+    import numba
+
+    distributed = distributed_module()
+    try:
+        threads = distributed.get_worker().state.nthreads
+    except ValueError:  # not on a worker: the client's process (a LocalCluster of threads)
+        threads = numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    return function(*arguments)
+
+
+def task_resources(client: Any, gpu: bool) -> dict[str, int] | None:
+    """``{"GPU": 1}`` for GPU tasks, once checked that some worker declares it."""
+    if not gpu:
+        return None
+    workers = client.scheduler_info().get("workers", {}).values()
+    if not any(w.get("resources", {}).get(GPU) for w in workers):
+        raise AvatarError(
+            "backend='gpu' on Dask needs workers declaring one GPU each: start them with "
+            "ga.distributed.gpu_cluster() (dask_cuda.LocalCUDACluster(resources={'GPU': 1})), "
+            "or `dask cuda worker ... --resources GPU=1`; or pass backend='cpu'"
+        )
+    return {GPU: 1}
 
 
 def failure_text(error: BaseException) -> str:

@@ -26,6 +26,7 @@ to one decimal keeps one, dates stay at midnight, seconds whole.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,31 @@ class ColumnSpec:
     fill_value: Any = None  # continuous: imputation value (fit); categorical: the mode's code
     has_missing: bool = False  # an indicator variable is added
 
+    def blank(self) -> ColumnSpec:
+        """This column's decisions (kind, dtype, reading) without what its rows showed."""
+        text = None if self.text is None else self.text.blank()
+        return ColumnSpec(self.name, self.kind, self.dtype, self.time_unit, self.tz,
+                          self.is_integer, text=text)
+
+    def merge(self, other: ColumnSpec) -> None:
+        """Add what ``other`` (a ``blank`` of this column fed other rows) saw."""
+        if (other.kind, other.dtype) != (self.kind, self.dtype):
+            raise AvatarError(f"column {self.name!r} is {other.kind} ({other.dtype}) in this "
+                              f"part but {self.kind} ({self.dtype}) before")
+        if other.missing and not self.missing:
+            self.missing_value = other.missing_value
+        self.rows += other.rows
+        self.missing += other.missing
+        for value, count in other.counts.items():
+            self.counts[value] = self.counts.get(value, 0) + count
+        self.decimals = finer_decimals(self.decimals, other.decimals)
+        self.time_step = min(self.time_step, other.time_step)
+        if other.low is not None:
+            self.low = other.low if self.low is None else min(self.low, other.low)
+            self.high = other.high if self.high is None else max(self.high, other.high)
+        if self.text is not None:
+            self.text.merge(other.text)
+
 
 @dataclass
 class EncodedTable:
@@ -149,6 +175,26 @@ class TableEncoder:
         values) into what was learnt from the chunks before; the imputation values of
         continuous columns need ``fit``."""
         self._merge(chunk)
+        return self
+
+    def blank(self) -> TableEncoder:
+        """A copy that knows what the chunks seen decided (kinds, dtypes, how text reads) but
+        none of their rows: each partition of a table learns from one, then ``merge``."""
+        out = copy.copy(self)
+        out.specs_ = {name: spec.blank() for name, spec in self.specs_.items()}
+        out.columns_ = list(self.columns_)
+        return out
+
+    def merge(self, other: TableEncoder) -> TableEncoder:
+        """Add what ``other`` (a ``blank`` of this encoder's first part, then fed the next
+        part) learnt: the same as feeding this encoder that part's chunks."""
+        if other.columns_ and other.columns_ != self.columns_:
+            raise AvatarError(f"these parts' columns {other.columns_} differ from the first "
+                              f"part's {self.columns_}")
+        for name, spec in other.specs_.items():
+            self.specs_[name].merge(spec)
+        for spec in self.specs_.values():
+            _derive(spec, self.missing_indicators, self.rare)
         return self
 
     def fit(self, df: pd.DataFrame) -> TableEncoder:

@@ -58,6 +58,15 @@ class IdentifierValues:
             )
         return self
 
+    def merge(self, other: IdentifierValues) -> IdentifierValues:
+        """Add the values ``other`` gathered (the next part of the column)."""
+        if other.text is not None:
+            self.text, self.dtype = other.text, other.dtype
+        self._integers.extend(other._integers)
+        self._held += other._held
+        self._prefix_repeats |= other._prefix_repeats
+        return self
+
     def fresh(self, start: int, stop: int) -> np.ndarray:
         """The fresh identifiers of positions ``start`` to ``stop`` (the same whatever the
         positions asked for before)."""

@@ -369,6 +369,17 @@ class Pseudonymizer:
                     self._numbers.add(number)
         return self
 
+    def merge(self, other: Pseudonymizer) -> Pseudonymizer:
+        """Add the values ``other`` read (the next part of the column), as ``add`` would."""
+        if self._fresh is not None:
+            self._fresh.merge(other._fresh)
+        for text in other._ranks:
+            if text not in self._ranks:
+                self._ranks[text] = len(self._ranks)
+        if self._numbers is not None:
+            self._numbers |= other._numbers
+        return self
+
     def draw(self) -> Pseudonymizer:
         """Draw every value's pseudonym now, once every chunk is added: a copy shipped to
         another process (a Dask worker, which may not hold the key) then only maps."""

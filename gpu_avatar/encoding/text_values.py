@@ -106,6 +106,19 @@ class TextValues:
         if self.is_date and self.date_format is None and len(text):
             self.date_format = written_date_format(text.iloc[0], self.reading, self.times)
 
+    def blank(self) -> TextValues:
+        """The same reading, with nothing learnt from rows yet."""
+        return TextValues(self.column, self.reading, self.decimal, 0,
+                          self.date_format if self.reading != "number" else None)
+
+    def merge(self, other: TextValues) -> None:
+        """Add what ``other`` (a ``blank`` of this one) learnt from other rows."""
+        self.times = max(self.times, other.times)
+        self.decimals = None if None in (self.decimals, other.decimals) else max(
+            self.decimals, other.decimals)
+        if self.date_format is None:
+            self.date_format = other.date_format
+
     def values(self, series: pd.Series) -> np.ndarray:
         """float64 values (dates: seconds since the epoch, UTC), NaN where missing."""
         _, parsed = self._parsed(series)

@@ -61,6 +61,14 @@ class ColumnsApart:
             self.pseudonymizers[column].add(chunk[column])
         return self
 
+    def merge(self, other: ColumnsApart) -> ColumnsApart:
+        """Add what ``other`` learnt (the next part of the table), as ``add`` would."""
+        for column, fresh in self.fresh.items():
+            fresh.merge(other.fresh[column])
+        for column in self._owned:
+            self.pseudonymizers[column].merge(other.pseudonymizers[column])
+        return self
+
     def draw(self) -> ColumnsApart:
         """Draw the pseudonyms now, once every chunk is added (before shipping to workers)."""
         for pseudonymizer in self.pseudonymizers.values():

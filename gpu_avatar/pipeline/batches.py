@@ -65,6 +65,17 @@ class CoveringScan:
                     known[value] = min(known.get(value, _NO_RANK), int(rank))
         return self
 
+    def merge(self, other: CoveringScan) -> CoveringScan:
+        """Add what ``other`` found (another part of the same table) to this scan."""
+        for name in self.missing_first:
+            self.missing_first[name] = min(self.missing_first[name], other.missing_first[name])
+            self.present_first[name] = min(self.present_first[name], other.present_first[name])
+        for name, firsts in other.first.items():
+            known = self.first[name]
+            for value, rank in firsts.items():
+                known[value] = min(known.get(value, _NO_RANK), rank)
+        return self
+
     def ranks(self, encoder: TableEncoder) -> np.ndarray:
         """The ranks of the rows showing every code of every categorical column and every
         missing indicator of ``encoder`` (which learnt these columns)."""
@@ -90,29 +101,113 @@ def covered_columns(encoder: TableEncoder) -> list:
     return [c for c in encoder.columns_ if kinds[c].kind == CATEGORICAL or kinds[c].has_missing]
 
 
+_FEISTEL_ROUNDS = 6
+_MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a well-spread 64-bit hash of each value."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+def _walk(values: np.ndarray, n: int, sequence: np.random.SeedSequence,
+          inverse: bool) -> np.ndarray:
+    """The seeded bijection of ``[0, n)`` (or its inverse) on ``values``: a Feistel network on
+    the smallest power of four above ``n``, applied again while it lands outside (cycle
+    walking: a few rounds at most, the domain is under 4n)."""
+    keys = np.random.default_rng(_child(sequence, _PLAN_STREAM, 0)).integers(
+        0, 2**63, size=_FEISTEL_ROUNDS, dtype=np.uint64)
+    half = max(1, -(-max(n - 1, 1).bit_length() // 2))
+    shift, mask = np.uint64(half), np.uint64((1 << half) - 1)
+
+    def network(x: np.ndarray) -> np.ndarray:
+        left, right = x >> shift, x & mask
+        if inverse:
+            for key in keys[::-1]:
+                left, right = right ^ (_mix(left ^ key) & mask), left
+        else:
+            for key in keys:
+                left, right = right, left ^ (_mix(right ^ key) & mask)
+        return (left << shift) | right
+
+    out = network(np.asarray(values, dtype=np.uint64))
+    outside = np.flatnonzero(out >= np.uint64(n))
+    while outside.size:
+        out[outside] = network(out[outside])
+        outside = outside[out[outside] >= np.uint64(n)]
+    return out.astype(np.int64)
+
+
+def plan_ranks(rows: np.ndarray, n: int, sequence: np.random.SeedSequence) -> np.ndarray:
+    """The position of each of ``rows`` (row ids in ``[0, n)``) in the seeded order of a
+    batched run, computed row by row: any chunk or partition of a table finds its own rows'
+    positions without the whole order."""
+    return _walk(rows, n, sequence, inverse=False)
+
+
+def plan_rows(ranks: np.ndarray, n: int, sequence: np.random.SeedSequence) -> np.ndarray:
+    """The row ids at positions ``ranks`` of the seeded order (``plan_ranks`` undone)."""
+    return _walk(ranks, n, sequence, inverse=True)
+
+
 def plan_order(n: int, sequence: np.random.SeedSequence) -> np.ndarray:
-    """The seeded order of a batched run over ``n`` rows: covering rows are the first of each
-    modality in this order, and the other rows fill the batches in this order."""
-    return np.random.default_rng(_child(sequence, _PLAN_STREAM, 0)).permutation(n)
+    """The seeded order of a batched run over ``n`` rows (row ids by position): covering rows
+    are the first of each modality in this order, and the other rows fill the batches in it."""
+    order = np.empty(n, dtype=np.int64)
+    order[plan_ranks(np.arange(n), n, sequence)] = np.arange(n)
+    return order
+
+
+def batch_sizes(n: int, batch_size: int) -> np.ndarray:
+    """Rows of each batch: as few batches as ``batch_size`` allows, of equal sizes (+/- 1)."""
+    n_batches = -(-n // batch_size)
+    return np.full(n_batches, n // n_batches) + (np.arange(n_batches) < n % n_batches)
+
+
+def check_covering(covering_rows: int, batch_size: int) -> None:
+    if covering_rows > batch_size // 2:
+        raise AvatarError(
+            f"showing every modality takes {covering_rows} rows, more than half a batch "
+            f"({batch_size // 2}); raise batch_size or merge rare modalities"
+        )
 
 
 def split_plan(order: np.ndarray, covering: np.ndarray, batch_size: int) -> list[np.ndarray]:
     """Row positions of each batch: the ``covering`` rows (sorted by position) then the rest of
     ``order`` fill batch 0, the rest of ``order`` the other batches, all of the same size
     (+/- 1)."""
-    n = order.size
-    n_batches = -(-n // batch_size)
-    if covering.size > batch_size // 2:
-        raise AvatarError(
-            f"showing every modality takes {covering.size} rows, more than half a batch "
-            f"({batch_size // 2}); raise batch_size or merge rare modalities"
-        )
+    check_covering(covering.size, batch_size)
     rest = order[~np.isin(order, covering)]
-    sizes = np.full(n_batches, n // n_batches) + (np.arange(n_batches) < n % n_batches)
-    cuts = np.cumsum(sizes) - covering.size
+    cuts = np.cumsum(batch_sizes(order.size, batch_size)) - covering.size
     pieces = np.split(rest, cuts[:-1])
     pieces[0] = np.concatenate([covering, pieces[0]])
     return pieces
+
+
+class BatchPlan:
+    """``split_plan`` row by row: the batch and the position in it of any row, from its id and
+    its rank, knowing only the covering rows (a few per modality) and the batch sizes."""
+
+    def __init__(self, n: int, batch_size: int, covering_ranks: np.ndarray,
+                 sequence: np.random.SeedSequence) -> None:
+        self.covering_ranks = np.unique(np.asarray(covering_ranks, dtype=np.int64))
+        check_covering(self.covering_ranks.size, batch_size)
+        self.sizes = batch_sizes(n, batch_size)
+        self.covering_rows = np.sort(plan_rows(self.covering_ranks, n, sequence))
+        self.cuts = np.cumsum(self.sizes) - self.covering_ranks.size
+
+    def locate(self, rows: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(batch, position in the batch) of each row of ids ``rows`` and plan ``ranks``."""
+        covered = np.isin(rows, self.covering_rows)
+        rest = ranks - np.searchsorted(self.covering_ranks, ranks)  # position among the rest
+        batch = np.searchsorted(self.cuts, rest, side="right")
+        starts = np.concatenate([[0], self.cuts[:-1]])
+        slot = rest - starts[batch] + np.where(batch == 0, self.covering_ranks.size, 0)
+        batch[covered] = 0
+        slot[covered] = np.searchsorted(self.covering_rows, rows[covered])
+        return batch, slot
 
 
 def plan_batches(

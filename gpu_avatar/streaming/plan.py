@@ -1,5 +1,7 @@
 """The plan of a streamed run: which batch every row goes to, and its position in the batch:
-the batches of ``batches.plan_batches`` on the same table in memory, found by scanning."""
+the batches of ``batches.plan_batches`` on the same table in memory, found by scanning. The
+plan is small (``batches.BatchPlan``: the covering rows and the batch sizes); every partition
+locates its own rows with it."""
 
 from __future__ import annotations
 
@@ -13,19 +15,20 @@ import numpy as np
 from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
-from ..pipeline.batches import plan_order, split_plan
-from .scan import SourceScan, scan_source
+from ..pipeline.batches import BatchPlan, plan_order, split_plan
+from .scan import Mapper, SourceScan, map_locally, scan_source
 from .source import ParquetSource, open_source
 
 
 @dataclass
 class StreamPlan:
-    """How the rows go to batches: per row, its batch and its position inside it."""
+    """How the rows go to batches: ``batches`` locates every row (None: a single batch, rows
+    in input order) and ``sequence`` gives their plan ranks."""
 
     n_rows: int
     sizes: list[int]
-    batch_of: np.ndarray | None = None  # None: a single batch, rows in input order
-    slot: np.ndarray | None = None
+    sequence: np.random.SeedSequence
+    batches: BatchPlan | None = None
 
     @property
     def n_batches(self) -> int:
@@ -42,37 +45,25 @@ def make_plan(
     sequence: np.random.SeedSequence,
     types: Mapping[Any, str],
     imputation: str,
-    keep_batches: bool = False,
     rare: RareModalities | None = None,
-) -> tuple[StreamPlan, SourceScan, list[np.ndarray] | None]:
-    """The plan (the in-memory plan's batches, modalities grouped by ``rare``), the scan, and
-    the batches' row positions when ``keep_batches``."""
+    mapper: Mapper = map_locally,
+) -> tuple[StreamPlan, SourceScan]:
+    """The plan (the in-memory plan's batches, modalities grouped by ``rare``) and the scan,
+    its partitions' tasks run by ``mapper``."""
     n = source.n_rows
     if n <= batch_size:
-        return StreamPlan(n, [n]), scan_source(source, types, imputation, sequence), None
-    order = plan_order(n, sequence)
-    rank_type = np.int32 if n < 2**31 else np.int64
-    ranks = np.empty(n, dtype=rank_type)  # global row id -> position in the seeded order
-    ranks[order] = np.arange(n, dtype=rank_type)
-    scan = scan_source(source, types, imputation, sequence, ranks, rare)
-    del ranks
-    covering = np.unique(order[scan.covering])
-    pieces = split_plan(order, covering, batch_size)
-    del order
-    index_type = np.int32 if max(len(pieces), batch_size) < 2**31 else np.int64
-    batch_of = np.empty(n, dtype=index_type)
-    slot = np.empty(n, dtype=index_type)
-    for b, rows in enumerate(pieces):
-        batch_of[rows] = b
-        slot[rows] = np.arange(rows.size, dtype=index_type)
-    plan = StreamPlan(n, [int(p.size) for p in pieces], batch_of, slot)
-    return plan, scan, pieces if keep_batches else None
+        scan = scan_source(source, types, imputation, sequence, mapper=mapper)
+        return StreamPlan(n, [n], sequence), scan
+    scan = scan_source(source, types, imputation, sequence, True, rare, mapper)
+    batches = BatchPlan(n, batch_size, scan.covering, sequence)
+    return StreamPlan(n, batches.sizes.tolist(), sequence, batches), scan
 
 
 def plan_parquet(
     source: str | os.PathLike,
     *,
     parameters: AvatarParameters | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> list[np.ndarray]:
     """The batches ``avatarize_parquet`` forms (global row positions, in plan order): the
@@ -80,8 +71,11 @@ def plan_parquet(
     parameters = avatar_parameters(parameters, **settings)
     if parameters.batch_size is None:
         raise AvatarError("batch_size is required: the number of rows avatarized at once")
-    source_ = open_source(source)
-    plan, _, pieces = make_plan(source_, parameters.batch_size, seed_sequence(parameters.seed),
-                                parameters.types, parameters.imputation, True,
-                                RareModalities.of(parameters))  # fmt: skip
-    return pieces if pieces is not None else [np.arange(plan.n_rows)]
+    source_ = open_source(source, storage_options)
+    sequence = seed_sequence(parameters.seed)
+    plan, scan = make_plan(source_, parameters.batch_size, sequence, parameters.types,
+                           parameters.imputation, RareModalities.of(parameters))
+    if plan.batches is None:
+        return [np.arange(plan.n_rows)]
+    order = plan_order(plan.n_rows, sequence)
+    return split_plan(order, np.unique(order[scan.covering]), parameters.batch_size)

@@ -1,46 +1,77 @@
-"""Pass 2 of a batched streamed run: every row appended to its batch's spill file."""
+"""Pass 2 of a batched streamed run: every partition writes its rows, batch by batch, into the
+spill folder of each batch (``_spill/batch-<b>/part-<p>.parquet``), with their positions in
+the batch; a batch then reads its folder. Each partition is one task (a Dask shuffle through
+the destination's file system): the driver never holds the rows."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
+from ..pipeline.batches import plan_ranks
 from .plan import StreamPlan
-from .source import SLOT, ParquetSource, _pyarrow
+from .source import SLOT, ParquetSource, Partition, _pyarrow, arrow_filesystem
+from .store import Store
 
-MAX_OPEN_SPILLS = 256  # spill writers open at once; more batches: several routing passes
-
-
-def spill_name(batch: int) -> str:
-    return f"batch-{batch:05d}.parquet"
+SPILL = "_spill"
 
 
-def route(source: ParquetSource, plan: StreamPlan, spill: Path) -> None:
-    """Pass 2: append every row to its batch's spill file, with its position in the batch."""
+def spill_folder(batch: int) -> str:
+    return f"batch-{batch:05d}"
+
+
+def piece_name(partition: int) -> str:
+    return f"part-{partition:05d}.parquet"
+
+
+def route_partition(partition: Partition, source: ParquetSource, plan: StreamPlan,
+                    store: Store) -> int:
+    """Write ``partition``'s rows to the spill folders of their batches; returns its rows.
+    A task run again (a retry, a resumed run) writes the same files again."""
     pa, pq, _ = _pyarrow()
-    spill.mkdir(parents=True, exist_ok=True)
-    slot_type = pa.from_numpy_dtype(plan.slot.dtype)
+    slot_type = pa.int64()
     schema = pa.schema([*source.schema, pa.field(SLOT, slot_type)], metadata=source.schema.metadata)
-    for first in range(0, plan.n_batches, MAX_OPEN_SPILLS):
-        last = min(first + MAX_OPEN_SPILLS, plan.n_batches)
-        writers = {b: pq.ParquetWriter(spill / spill_name(b), schema) for b in range(first, last)}
-        try:
-            for start, table in source.chunks():
-                batches = plan.batch_of[start : start + table.num_rows]
-                rows = np.flatnonzero((batches >= first) & (batches < last))
-                rows = rows[np.argsort(batches[rows], kind="stable")]
-                if not rows.size:
-                    continue
-                taken = table.take(pa.array(rows))
-                slots = pa.array(plan.slot[start + rows], type=slot_type)
-                taken = pa.Table.from_arrays([*taken.columns, slots], schema=schema)
-                ids = batches[rows]
-                bounds = np.flatnonzero(np.diff(ids)) + 1
-                for lo, hi in zip(
-                    [0, *bounds.tolist()], [*bounds.tolist(), rows.size], strict=True
-                ):
-                    writers[int(ids[lo])].write_table(taken.slice(lo, hi - lo))
-        finally:
-            for writer in writers.values():
-                writer.close()
+    pieces: dict[int, list] = {}
+    for start, table in source.chunks(partition):
+        rows = np.arange(start, start + table.num_rows)
+        batches, slots = plan.batches.locate(rows, plan_ranks(rows, plan.n_rows, plan.sequence))
+        order = np.argsort(batches, kind="stable")
+        taken = table.take(pa.array(order))
+        taken = pa.Table.from_arrays([*taken.columns, pa.array(slots[order], type=slot_type)],
+                                     schema=schema)
+        ids = batches[order]
+        bounds = np.flatnonzero(np.diff(ids)) + 1
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), ids.size], strict=True):
+            pieces.setdefault(int(ids[lo]), []).append(taken.slice(lo, hi - lo))
+    filesystem = arrow_filesystem(store.fs)
+    for batch, tables in pieces.items():
+        with store.writing(SPILL, spill_folder(batch), piece_name(partition.index)) as temporary:
+            pq.write_table(pa.concat_tables(tables), temporary, filesystem=filesystem)
+    return partition.rows
+
+
+def read_spill(store: Store, batch: int, schema) -> tuple:
+    """(table of the batch's rows, their positions in the batch) from its spill folder."""
+    pa, pq, _ = _pyarrow()
+    filesystem = arrow_filesystem(store.fs)
+    names = [n for n in store.listdir(SPILL, spill_folder(batch)) if n.endswith(".parquet")]
+    tables = [pq.read_table(store.path(SPILL, spill_folder(batch), n), filesystem=filesystem)
+              for n in names]
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    slots = table.column(SLOT).to_numpy() if tables else np.zeros(0, np.int64)
+    return table.drop_columns([SLOT]).replace_schema_metadata(schema.metadata), slots
+
+
+def spills_intact(store: Store, sizes: list[int]) -> bool:
+    """Whether every batch's spill folder is readable and holds its batch's rows."""
+    _, pq, _ = _pyarrow()
+    filesystem = arrow_filesystem(store.fs)
+    try:
+        for batch, size in enumerate(sizes):
+            folder = (SPILL, spill_folder(batch))
+            rows = sum(pq.read_metadata(store.path(*folder, n), filesystem=filesystem).num_rows
+                       for n in store.listdir(*folder) if n.endswith(".parquet"))
+            if rows != size:
+                return False
+    except Exception:  # missing or damaged: route again
+        return False
+    return True

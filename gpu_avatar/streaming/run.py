@@ -3,17 +3,23 @@ section 5), holding about one batch in memory at a time. The batches are exactly
 in-memory ``avatarize(df, batch_size=...)`` for the same seed (same rows, same order inside
 each batch, same per-batch seeds), so both give the same avatar rows:
 
-1. **scan** (``scan.py``): the row count comes from the Parquet footers, the seeded order is
-   ``batches.plan_order``; the encoder learns the whole dataset chunk by chunk and the covering
-   rows are found with the in-memory rules (``plan.py``);
-2. **route** (``route.py``): every row is appended to the spill file of its batch (under
-   ``<destination>/_spill``) with its position inside the batch. A run that fits in one batch
-   skips this and reads the source directly, rows in input order;
-3. **fit**: the encoder and the projection are fitted on batch 0 (``pipeline.model``);
+1. **scan** (``scan.py``): the row count comes from the Parquet footers; every partition
+   (whole row groups, ``source.Partition``) is summarised by a task (encoder, identifiers, the
+   first plan rank of every value) and the summaries merged: the batch plan (``plan.py``) is
+   the in-memory one;
+2. **route** (``route.py``): every partition writes its rows into the spill folder of their
+   batch (under ``<destination>/_spill``) with their positions inside it. A run that fits in
+   one batch skips this and reads the source directly, rows in input order;
+3. **fit**: a task fits the encoder and the projection on batch 0 (``pipeline.model``);
 4. **batches**: ``process_batch`` loads one batch, avatarizes it in the shared space with
    ``avatarize_rows`` and the batch's own seed, computes its privacy metrics (``metrics=True``),
-   releases its rows in ``shuffle_order(len(batch), seed)`` and writes ``part-<b>.parquet``.
-   ``gpu_avatar.distributed`` runs the same ``process_batch`` as Dask tasks.
+   releases its rows in ``shuffle_order(len(batch), seed)`` and writes its part under
+   ``_runs/<run id>``; the driver moves it into place when the task reports, so that a task
+   left over from another run never replaces a part.
+
+A ``Scheduler`` runs the tasks: ``LocalScheduler`` one after the other in this process;
+``gpu_avatar.distributed`` as Dask tasks on a cluster, the same functions. Source and
+destination are local paths or URLs (``store.py``: fsspec, with ``storage_options``).
 
 Output: ``part-00000.parquet``, ... (schema = the input's; a column read as pandas ``Int64``
 because it holds missing integers is written back as the input's integer type), and
@@ -27,11 +33,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,7 +47,6 @@ from ..encoding.rare import RareModalities
 from ..errors import AvatarError
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
-from ..outputs import atomic_path
 from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, seed_sequence
 from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
@@ -52,8 +56,10 @@ from ..progress import ProgressLike, Steps
 from ..rules import RuleSet, across_children
 from ..synthesis import shuffle_order
 from .plan import make_plan
-from .route import route, spill_name
-from .source import SLOT, ParquetSource, _pyarrow, open_source, to_frame
+from .route import SPILL, read_spill, route_partition, spills_intact
+from .scan import map_locally
+from .source import ParquetSource, _pyarrow, arrow_filesystem, open_source, to_frame
+from .store import Store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -61,8 +67,9 @@ if TYPE_CHECKING:
 MANIFEST = "_manifest.json"
 INCOMPLETE = "_INCOMPLETE"
 SUCCESS = "_SUCCESS"
-SPILL = "_spill"
-MANIFEST_FORMAT = "gpu_avatar.avatarize_parquet/1"
+RUNS = "_runs"  # each run's parts, moved into place as their tasks report
+SOURCE = "_source"  # a dask.dataframe source, written there by the workers (distributed)
+MANIFEST_FORMAT = "gpu_avatar.avatarize_parquet/2"
 
 
 def part_name(batch: int) -> str:
@@ -72,38 +79,40 @@ def part_name(batch: int) -> str:
 # --------------------------------------------------------------------- one batch
 @dataclass
 class BatchTask:
-    """One batch: where its rows are, how many, its seed and its part file."""
+    """One batch: how many rows, its seed, where its part goes."""
 
     batch: int
     n_batches: int
     rows: int
     offset: int  # position of the batch's first released row in the whole output
     sequence: np.random.SeedSequence
-    spill: str | None  # the batch's spill file; None: the whole source is the batch
+    batched: bool  # False: the whole source is the batch
+    run: str  # the run's id: its parts are written under _runs/<run>
+
+    @property
+    def written(self) -> tuple[str, str, str]:
+        return RUNS, self.run, part_name(self.batch)
 
 
 @dataclass
 class BatchContext:
-    """What every batch shares (Dask broadcasts it once): the model and the output format."""
+    """What every batch shares (one graph key on Dask): the model and the output format."""
 
-    model: AvatarModel
+    model: AvatarModel | None
     source: ParquetSource
     dtypes: dict[str, Any]
     apart: ColumnsApart
-    destination: str
+    store: Store
     metrics: bool
     rules: RuleSet | None = None  # held on each batch's rows, by repairs
 
 
 def load_batch(task: BatchTask, context: BatchContext) -> pd.DataFrame:
     """The originals of a batch, in plan order, with the dataset's dtypes."""
-    _, pq, _ = _pyarrow()
-    if task.spill is None:
+    if not task.batched:
         frame = to_frame(context.source.read_all(), context.dtypes)
     else:
-        table = pq.read_table(task.spill)
-        slots = table.column(SLOT).to_numpy()
-        table = table.drop_columns([SLOT]).replace_schema_metadata(context.source.schema.metadata)
+        table, slots = read_spill(context.store, task.batch, context.source.schema)
         frame = to_frame(table, context.dtypes)
         in_plan_order = np.empty(slots.size, dtype=np.int64)
         in_plan_order[slots] = np.arange(slots.size)
@@ -116,6 +125,18 @@ def load_batch(task: BatchTask, context: BatchContext) -> pd.DataFrame:
     return frame
 
 
+def fit_context(task: BatchTask, context: BatchContext, parameters: AvatarParameters,
+                groups: Mapping[Any, Mapping] | None) -> BatchContext:
+    """``context`` with its model, fitted on the first batch (a task: on Dask, a graph key
+    recomputed wherever it is lost)."""
+    first = load_batch(task, context)
+    backend = resolve_backend(parameters.backend)
+    check_device_memory(backend, len(first), first.shape[1], parameters.k, parameters.ncp)
+    model, _ = fit_model(first, parameters, backend, groups)
+    return BatchContext(model, context.source, context.dtypes, context.apart, context.store,
+                        context.metrics, context.rules)
+
+
 def metric_values(metrics: Any) -> dict[str, float | None]:
     values = metrics.to_frame()["value"]
     out = {}
@@ -125,31 +146,33 @@ def metric_values(metrics: Any) -> dict[str, float | None]:
     return out
 
 
-def write_part(frame: pd.DataFrame, schema: pa.Schema, path: Path,
+def write_part(frame: pd.DataFrame, schema: pa.Schema, store: Store, names: tuple[str, ...],
                pseudonymized: tuple = ()) -> None:
-    """Write ``frame`` with the input's schema, atomically (``outputs.atomic_path``): the
-    fields of its columns (dropped ones left out), a ``pseudonymized`` column's as its
-    pseudonyms are (integers, or text)."""
+    """Write ``frame`` with the input's schema, atomically: the fields of its columns (dropped
+    ones left out), a ``pseudonymized`` column's as its pseudonyms are (integers, or text)."""
     pa, pq, _ = _pyarrow()
     fields = [pa.field(f.name, pa.int64() if frame[f.name].dtype.kind in "iu" or str(
                   frame[f.name].dtype) == "Int64" else pa.string())
               if f.name in pseudonymized else f
               for f in schema if f.name in frame.columns]  # fields only: no pandas metadata
     table = pa.Table.from_pandas(frame, schema=pa.schema(fields), preserve_index=False)
-    with atomic_path(path, alone=True) as temporary:
-        pq.write_table(table, temporary)
+    with store.writing(*names) as temporary:
+        pq.write_table(table, temporary, filesystem=arrow_filesystem(store.fs))
 
 
 def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
-    """Avatarize one batch and write its part; returns its summary (rows, metrics, timings).
-    Run by the local loop and, unchanged, by the Dask tasks."""
+    """Avatarize one batch and write its part under ``task.written``; returns its summary
+    (rows, metrics, timings). Run by the local loop and, unchanged, by the Dask tasks."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     frame = load_batch(task, context)
+    model = context.model
+    check_device_memory(model.backend, len(frame), frame.shape[1], model.parameters.k,
+                        model.parameters.ncp)
     timings["read"] = time.perf_counter() - started
     released_order = shuffle_order(task.rows, task.sequence)
     identifiers = context.apart.identifiers(frame, released_order, task.offset)
-    avatars, neighbours = avatarize_rows(context.model, frame, task.sequence, identifiers,
+    avatars, neighbours = avatarize_rows(model, frame, task.sequence, identifiers,
                                          timings, neighbours=context.rules is not None)
     repaired = None
     if context.rules is not None:
@@ -162,21 +185,21 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     metrics = None
     if context.metrics:
         tick = time.perf_counter()
-        parameters = context.model.parameters
+        parameters = model.parameters
         metrics = metric_values(
             privacy_metrics(
                 frame,
                 avatars,
                 MetricOptions(ncp=parameters.ncp, check_alignment=False),  # its own avatars
                 types=dict(parameters.types),
-                backend=context.model.backend,
+                backend=model.backend,
             )
         )
         timings["metrics"] = time.perf_counter() - tick
     del frame
     tick = time.perf_counter()
     released = avatars.iloc[released_order].reset_index(drop=True)
-    write_part(released, context.source.schema, Path(context.destination) / part_name(task.batch),
+    write_part(released, context.source.schema, context.store, task.written,
                tuple(context.apart.pseudonymizers))
     timings["write"] = time.perf_counter() - tick
     return {
@@ -190,41 +213,64 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     }
 
 
-def batch_error(task: BatchTask, error: BaseException, destination: Path) -> AvatarError:
+def batch_error(task: BatchTask, error: BaseException, destination: str,
+                hint: str = "fix the cause") -> AvatarError:
     return AvatarError(
         f"batch {task.batch} (of {task.n_batches}, {task.rows:,} rows) failed: "
         f"{type(error).__name__}: {error}. {destination} is left marked incomplete "
-        f"({INCOMPLETE}); fix the cause and rerun with resume=True to finish the other batches"
+        f"({INCOMPLETE}); {hint} and rerun with resume=True to finish the other batches"
     )
 
 
+# -------------------------------------------------------------------------- schedulers
+class LocalScheduler:
+    """Every task in this process, one after the other."""
+
+    name = "local"
+    map = staticmethod(map_locally)
+
+    def fit(self, task: BatchTask, context: BatchContext, parameters: AvatarParameters,
+            groups: Mapping | None) -> BatchContext:
+        return fit_context(task, context, parameters, groups)
+
+    def batches(self, tasks: list[BatchTask], context: BatchContext,
+                done: Callable[[BatchTask, dict], None]) -> None:
+        for task in tasks:
+            try:
+                summary = process_batch(task, context)
+            except Exception as error:
+                raise batch_error(task, error, context.store.location) from error
+            done(task, summary)
+
+
 # -------------------------------------------------------------------------- manifest
-def read_manifest(destination: str | os.PathLike) -> dict[str, Any]:
+def read_manifest(destination: str | os.PathLike,
+                  storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``_manifest.json`` of an ``avatarize_parquet`` destination."""
-    path = Path(destination) / MANIFEST
+    store = Store.open(destination, storage_options)
     try:
-        return json.loads(path.read_text())
+        return json.loads(store.read_text(MANIFEST))
     except FileNotFoundError as error:
         raise AvatarError(f"{destination} has no {MANIFEST}") from error
     except (OSError, ValueError) as error:
-        raise AvatarError(f"cannot read {path}: {error}") from error
+        raise AvatarError(f"cannot read {store.path(MANIFEST)}: {error}") from error
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    with atomic_path(path, alone=True) as temporary:
-        temporary.write_text(json.dumps(data, indent=1, sort_keys=False))
+def _write_json(store: Store, data: dict[str, Any]) -> None:
+    store.write_text(json.dumps(data, indent=1, sort_keys=False), MANIFEST)
 
 
 @dataclass
 class ParquetAvatarization:
     """Outcome of ``avatarize_parquet`` (also in ``<destination>/_manifest.json``)."""
 
-    destination: Path
+    destination: str
     parts: list[str]
     n_rows: int
     seed: int  # entropy of the run's SeedSequence: pass it back as seed= to reproduce the run
     manifest: dict[str, Any] = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict)
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def n_batches(self) -> int:
@@ -241,60 +287,37 @@ class ParquetAvatarization:
         rows.update(mean=summary["mean"], worst=summary["worst"])
         return pd.DataFrame(rows).T.astype(float)
 
+    def to_dask(self):
+        """The avatars as a ``dask.dataframe`` (one partition per part), read by the workers."""
+        from ..errors import import_extra
+
+        dd = import_extra("dask.dataframe", "dask", "Reading the avatars with Dask")
+        return dd.read_parquet(self.destination, storage_options=self.storage_options or None)
+
 
 # ------------------------------------------------------------------------ the run
-Executor = Callable[[list[BatchTask], BatchContext, Callable[[BatchTask, dict], None]], None]
-
-
-def run_locally(
-    tasks: list[BatchTask], context: BatchContext, done: Callable[[BatchTask, dict], None]
-) -> None:
-    """The single-process scheduler: one batch after the other."""
-    for task in tasks:
-        try:
-            summary = process_batch(task, context)
-        except Exception as error:
-            raise batch_error(task, error, Path(context.destination)) from error
-        done(task, summary)
-
-
-def _prepare_destination(destination: Path, source: ParquetSource, resume: bool) -> dict | None:
+def _prepare_destination(store: Store, source: ParquetSource, resume: bool) -> dict | None:
     """The manifest of the run to resume, or None for a fresh run (checks the folder)."""
-    resolved, source_path = destination.resolve(), source.path.resolve()
-    if (
-        resolved == source_path
-        or source_path in resolved.parents
-        or resolved in (source_path.parents)
-    ):
+    own_source = source.path.rstrip("/") == store.path(SOURCE)
+    if store.overlaps(source.fs, source.path) and not own_source:
         raise AvatarError(
-            f"the destination {destination} and the source {source.path} overlap; write the "
-            "avatars to a folder outside the source"
+            f"the destination {store.location} and the source {source.location} overlap; "
+            "write the avatars to a folder outside the source"
         )
-    if destination.exists() and not destination.is_dir():
-        raise AvatarError(f"the destination {destination} exists and is not a folder")
-    if destination.is_dir() and any(destination.iterdir()):
-        if resume and (destination / MANIFEST).is_file():
-            return read_manifest(destination)
-        if resume and (destination / INCOMPLETE).is_file():
+    if store.exists() and not store.isdir():
+        raise AvatarError(f"the destination {store.location} exists and is not a folder")
+    if [name for name in store.listdir() if name != SOURCE or not own_source]:
+        if resume and store.exists(MANIFEST):
+            return json.loads(store.read_text(MANIFEST))
+        if resume and store.exists(INCOMPLETE):
             return None  # stopped before its first manifest: start again
         raise AvatarError(
-            f"the destination {destination} is not empty"
+            f"the destination {store.location} is not empty"
             + (" and holds no manifest to resume from" if resume else "")
             + "; give an empty or new folder"
             + ("" if resume else ", or resume=True to finish an interrupted run there")
         )
     return None
-
-
-def _spills_intact(spill: Path, sizes: Sequence[int]) -> bool:
-    """Whether every spill file of a resumed run is readable and holds its batch's rows."""
-    _, pq, _ = _pyarrow()
-    try:
-        return all(
-            pq.read_metadata(spill / spill_name(b)).num_rows == size for b, size in enumerate(sizes)
-        )
-    except Exception:  # missing or damaged: route again
-        return False
 
 
 def _check_resumable(previous: dict, manifest: dict) -> None:
@@ -318,9 +341,9 @@ def avatarize_parquet(
     metrics: bool = True,
     resume: bool = False,
     progress: ProgressLike = None,
-    executor: Executor = run_locally,
-    scheduler: str = "local",
     rules: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    scheduler: Any = None,
     **settings: Any,
 ) -> ParquetAvatarization:
     """Avatarize a Parquet file or directory into ``destination``, ``batch_size`` rows at a
@@ -331,15 +354,17 @@ def avatarize_parquet(
     modality; the projection is fitted on it). The avatar rows are those of
     ``avatarize(df, batch_size=batch_size)`` on the same table and seed (identifiers are fresh
     values unique over the whole output; rows are released batch by batch, each batch
-    shuffled). ``metrics``: the privacy metrics of every batch, recorded in the manifest with
-    their mean and worst. ``resume``: finish an interrupted run in ``destination`` (same
-    source, parameters and seed; ``seed=None`` takes the recorded one). ``progress`` as in
-    ``avatarize``. Returns a ``ParquetAvatarization``. Needs pyarrow
-    (``pip install 'gpu_avatar[parquet]'``). ``executor``/``scheduler``: how batches run (a
-    local loop; ``gpu_avatar.distributed`` passes its Dask executor). ``rules`` (as
-    ``avatarize`` takes them) hold on every row: each batch's avatars repaired against the
-    batch's originals (checked there) from their neighbours, the rows repaired recorded per
-    batch; none across a parent's children, as a stream is one table.
+    shuffled). ``source`` and ``destination``: local paths or URLs (``file://``, ``s3://``,
+    ``gs://``, ``memory://``..., opened by fsspec with ``storage_options``). ``metrics``: the
+    privacy metrics of every batch, recorded in the manifest with their mean and worst.
+    ``resume``: finish an interrupted run in ``destination`` (same source, parameters and
+    seed; ``seed=None`` takes the recorded one). ``progress`` as in ``avatarize``. Returns a
+    ``ParquetAvatarization``. Needs pyarrow (``pip install 'gpu_avatar[parquet]'``).
+    ``scheduler``: how the tasks run (None: here, one after the other; ``gpu_avatar.distributed``
+    passes its Dask scheduler). ``rules`` (as ``avatarize`` takes them) hold on every row: each
+    batch's avatars repaired against the batch's originals (checked there) from their
+    neighbours, the rows repaired recorded per batch; none across a parent's children, as a
+    stream is one table.
     """
     parameters = avatar_parameters(parameters, **settings)
     rules = RuleSet.of(rules)
@@ -352,13 +377,14 @@ def avatarize_parquet(
     batch_size = parameters.batch_size
     if batch_size is None:
         raise AvatarError("batch_size is required: the number of rows avatarized at once")
+    scheduler = scheduler or LocalScheduler()
     backend_ = resolve_backend(parameters.backend)
     timings: dict[str, float] = {}
-    source_ = open_source(source)
+    source_ = open_source(source, storage_options)
     n = source_.n_rows
     parameters.for_rows(n)
-    destination = Path(destination)
-    previous = _prepare_destination(destination, source_, resume)
+    store = Store.open(destination, storage_options)
+    previous = _prepare_destination(store, source_, resume)
     if previous is not None and parameters.seed is None:
         parameters = parameters.replace(seed=int(previous["seed"]))
     sequence = seed_sequence(parameters.seed)
@@ -366,14 +392,15 @@ def avatarize_parquet(
     steps = Steps(progress, "avatarize_parquet", total=3 + max(1, -(-n // batch_size)))
     tick = time.perf_counter()
     with steps.step("scan"):
-        plan, scan, _ = make_plan(
+        plan, scan = make_plan(
             source_, batch_size, sequence, parameters.types, parameters.imputation,
-            rare=RareModalities.of(parameters),
+            RareModalities.of(parameters), scheduler.map,
         )
     timings["scan"] = time.perf_counter() - tick
     manifest = {
         "format": MANIFEST_FORMAT,
-        "source": {"path": str(source_.path.resolve()), "files": source_.fingerprint(), "rows": n},
+        "source": {"path": source_.fs.unstrip_protocol(source_.path),
+                   "files": source_.fingerprint(), "rows": n},
         "parameters": {
             **_json_parameters(parameters.replace(backend=backend_.name)),
             "metrics": bool(metrics),
@@ -386,36 +413,36 @@ def avatarize_parquet(
     }
     if previous is not None:
         _check_resumable(previous, manifest)
-        if previous.get("complete") and (destination / SUCCESS).is_file():
+        if previous.get("complete") and store.exists(SUCCESS):
             steps.close()
-            return _result(destination, previous, timings)
-    destination.mkdir(parents=True, exist_ok=True)
-    (destination / SUCCESS).unlink(missing_ok=True)
-    (destination / INCOMPLETE).write_text(
-        "This avatar dataset is unfinished: rerun avatarize_parquet(..., resume=True).\n"
+            return _result(store, previous, timings, storage_options)
+    store.fs.makedirs(store.root, exist_ok=True)
+    store.remove(SUCCESS)
+    store.write_text(
+        "This avatar dataset is unfinished: rerun avatarize_parquet(..., resume=True).\n",
+        INCOMPLETE,
     )
-    spill = destination / SPILL
+    store.remove(RUNS)  # parts of an earlier run that never reported
+    run = uuid.uuid4().hex[:12]
     done_before = (previous or {}).get("batches", {})
     manifest.update(
-        scheduler=scheduler,
+        scheduler=scheduler.name,
+        run=run,
         routed=bool((previous or {}).get("routed")),
-        batches={
-            b: summary
-            for b, summary in done_before.items()
-            if (destination / summary["part"]).is_file()
-        },
+        batches={b: summary for b, summary in done_before.items()
+                 if store.exists(summary["part"])},
         complete=False,
     )
-    _write_json(destination / MANIFEST, manifest)
+    _write_json(store, manifest)
 
     batched = plan.n_batches > 1
     with steps.step("route"):
         tick = time.perf_counter()
-        if batched and not (manifest["routed"] and _spills_intact(spill, plan.sizes)):
-            shutil.rmtree(spill, ignore_errors=True)
-            route(source_, plan, spill)
+        if batched and not (manifest["routed"] and spills_intact(store, plan.sizes)):
+            store.remove(SPILL)
+            scheduler.map(route_partition, source_.partitions(), source_, plan, store)
             manifest["routed"] = True
-            _write_json(destination / MANIFEST, manifest)
+            _write_json(store, manifest)
         timings["route"] = time.perf_counter() - tick
     offsets = plan.offsets
     tasks = [
@@ -425,39 +452,25 @@ def avatarize_parquet(
             rows=plan.sizes[b],
             offset=offsets[b],
             sequence=batch_seed(sequence, b) if batched else sequence,
-            spill=str(spill / spill_name(b)) if batched else None,
+            batched=batched,
+            run=run,
         )
         for b in range(plan.n_batches)
     ]
-    del plan  # the per-row arrays are not needed any more
-    context = BatchContext(
-        model=None,  # type: ignore[arg-type]  (fitted below)
-        source=source_,
-        dtypes=scan.dtypes,
-        apart=scan.apart,
-        destination=str(destination),
-        metrics=bool(metrics),
-        rules=rules,
-    )
-    with steps.step("fit"):
-        tick = time.perf_counter()
-        first = load_batch(tasks[0], context)
-        check_device_memory(backend_, len(first), first.shape[1], parameters.k, parameters.ncp)
-        context.model, _ = fit_model(first, parameters, backend_, scan.groups)
-        del first
-        timings["fit"] = time.perf_counter() - tick
+    context = BatchContext(None, source_, scan.dtypes, scan.apart, store, bool(metrics), rules)
 
     def done(task: BatchTask, summary: dict) -> None:
+        store.move(task.written, (part_name(task.batch),))
         manifest["batches"][str(task.batch)] = {
             "rows": summary["rows"],
             "part": summary["part"],
             "metrics": summary["metrics"],
             "seconds": round(summary["seconds"], 3),
-            **{k: summary[k] for k in ("rules_rows_repaired",) if k in summary},
+            **{k: summary[k] for k in ("rules_rows_repaired", "threads") if k in summary},
         }
         for step, seconds in summary["timings"].items():
             timings[f"batches: {step}"] = timings.get(f"batches: {step}", 0.0) + seconds
-        _write_json(destination / MANIFEST, manifest)
+        _write_json(store, manifest)
         steps.start(f"batch {task.batch}")
         steps.advance()
 
@@ -466,9 +479,14 @@ def avatarize_parquet(
         if task not in pending:
             steps.start(f"batch {task.batch} (done before)")
             steps.advance()
+    with steps.step("fit"):
+        tick = time.perf_counter()
+        fitted = (scheduler.fit(tasks[0], context, parameters, scan.groups) if pending
+                  else None)
+        timings["fit"] = time.perf_counter() - tick
     tick = time.perf_counter()
     try:
-        executor(pending, context, done)
+        scheduler.batches(pending, fitted, done)
     finally:
         steps.close()
     timings["batches"] = time.perf_counter() - tick
@@ -480,11 +498,12 @@ def avatarize_parquet(
     manifest["complete"] = True
     manifest["batches"] = {str(b): manifest["batches"][str(b)] for b in range(len(tasks))}
     manifest["timings"] = {step: round(seconds, 3) for step, seconds in timings.items()}
-    _write_json(destination / MANIFEST, manifest)
-    shutil.rmtree(spill, ignore_errors=True)
-    (destination / SUCCESS).write_text("")
-    (destination / INCOMPLETE).unlink(missing_ok=True)
-    return _result(destination, manifest, timings)
+    _write_json(store, manifest)
+    for private in (SPILL, RUNS, SOURCE):
+        store.remove(private)
+    store.write_text("", SUCCESS)
+    store.remove(INCOMPLETE)
+    return _result(store, manifest, timings, storage_options)
 
 
 def _json_parameters(parameters: AvatarParameters) -> dict[str, Any]:
@@ -495,12 +514,14 @@ def _json_parameters(parameters: AvatarParameters) -> dict[str, Any]:
     return values
 
 
-def _result(destination: Path, manifest: dict, timings: dict) -> ParquetAvatarization:
+def _result(store: Store, manifest: dict, timings: dict,
+            storage_options: Mapping[str, Any] | None) -> ParquetAvatarization:
     return ParquetAvatarization(
-        destination=destination,
+        destination=store.location,
         parts=list(manifest["parts"]),
         n_rows=int(manifest["source"]["rows"]),
         seed=int(manifest["seed"]),
         manifest=manifest,
         timings=timings,
+        storage_options=dict(storage_options or {}),
     )

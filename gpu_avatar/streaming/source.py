@@ -16,7 +16,6 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,18 +38,62 @@ def _pyarrow():
 
 
 # ---------------------------------------------------------------------------- source
+PARTITION_ROWS = 1 << 21  # rows per partition (whole row groups): one task of the scan, route
+
+
+def _fsspec():
+    return import_extra("fsspec", "parquet", "Reading and writing Parquet")
+
+
+def open_url(location: str | os.PathLike, storage_options: Mapping[str, Any] | None = None):
+    """(fsspec file system, absolute path in it) of a local path or a URL (``file://``,
+    ``s3://``, ``gs://``, ``memory://``...): a relative path is made absolute here, so that
+    workers started elsewhere find it."""
+    fsspec = _fsspec()
+    try:
+        return fsspec.core.url_to_fs(os.fspath(location), **dict(storage_options or {}))
+    except (ImportError, ValueError) as error:
+        raise AvatarError(f"cannot open {location}: {error} (a URL's protocol may need its "
+                          "package, e.g. s3fs for s3://, gcsfs for gs://)") from error
+
+
+def arrow_filesystem(fs: Any) -> Any:
+    """``fs`` as pyarrow reads and writes it: its own local file system for local files."""
+    pafs = import_extra("pyarrow.fs", "parquet", "Reading and writing Parquet")
+    if "file" in ({fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)):
+        return pafs.LocalFileSystem()
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Whole row groups of one file: the unit a task reads, with its rows' global ids."""
+
+    index: int
+    file: str
+    row_groups: tuple[int, ...]
+    first_row: int
+    rows: int
+
+
 @dataclass
 class ParquetSource:
-    """A Parquet file or directory, checked: files, common schema, rows."""
+    """A Parquet file or directory (local or a URL), checked: files, common schema, rows."""
 
-    path: Path
+    location: str  # as given, for messages
+    fs: Any  # fsspec file system
+    path: str  # absolute path in ``fs``
     files: list[str]
     schema: pa.Schema  # data columns only, with the (cleaned) pandas metadata
-    rows_per_file: list[int]
+    row_groups: list[list[int]]  # rows of every row group of every file
 
     @property
     def columns(self) -> list[str]:
         return list(self.schema.names)
+
+    @property
+    def rows_per_file(self) -> list[int]:
+        return [sum(groups) for groups in self.row_groups]
 
     @property
     def n_rows(self) -> int:
@@ -60,31 +103,54 @@ class ParquetSource:
         """File names, sizes and modification times: a resumed run checks them."""
         out = []
         for name in self.files:
-            stat = os.stat(name)
-            out.append([os.path.relpath(name, self.path.parent), stat.st_size, stat.st_mtime_ns])
+            info = self.fs.info(name)
+            changed = next((info[k] for k in ("mtime", "LastModified", "updated", "created")
+                            if k in info), None)
+            out.append([name[len(self.path):].lstrip("/") or os.path.basename(name),
+                        int(info.get("size") or 0), str(changed)])
         return out
 
-    def chunks(
-        self, columns: Sequence[str] | None = None, chunk_rows: int = CHUNK_ROWS
-    ) -> Iterator[tuple[int, pa.Table]]:
-        """(global row id of the first row, table) over every file in order."""
+    def partitions(self, rows: int = PARTITION_ROWS) -> list[Partition]:
+        """Consecutive row groups of each file, about ``rows`` rows each, in row order."""
+        out, first = [], 0
+        for name, groups in zip(self.files, self.row_groups, strict=True):
+            taken: list[int] = []
+            held = 0
+            for g, size in enumerate(groups):
+                taken.append(g)
+                held += size
+                if held >= rows or g == len(groups) - 1:
+                    out.append(Partition(len(out), name, tuple(taken), first, held))
+                    first += held
+                    taken, held = [], 0
+        return out
+
+    def chunks(self, partition: Partition, columns: Sequence[str] | None = None,
+               chunk_rows: int = CHUNK_ROWS) -> Iterator[tuple[int, pa.Table]]:
+        """(global row id of the first row, table) over ``partition``, ``chunk_rows`` at most
+        at a time."""
         pa, pq, _ = _pyarrow()
         columns = self.columns if columns is None else list(columns)
-        start = 0
-        for name in self.files:
-            try:
-                with pq.ParquetFile(name) as handle:
-                    for batch in handle.iter_batches(batch_size=chunk_rows, columns=columns):
-                        table = pa.Table.from_batches([batch])
-                        yield start, table.replace_schema_metadata(self.schema.metadata)
-                        start += batch.num_rows
-            except (OSError, pa.ArrowException) as error:
-                raise AvatarError(f"cannot read Parquet file {name}: {error}") from error
+        start = partition.first_row
+        try:
+            with pq.ParquetFile(partition.file, filesystem=arrow_filesystem(self.fs)) as handle:
+                for batch in handle.iter_batches(batch_size=chunk_rows, columns=columns,
+                                                 row_groups=list(partition.row_groups)):
+                    table = pa.Table.from_batches([batch])
+                    yield start, table.replace_schema_metadata(self.schema.metadata)
+                    start += batch.num_rows
+        except (OSError, pa.ArrowException) as error:
+            raise AvatarError(f"cannot read Parquet file {partition.file}: {error}") from error
+
+    def all_chunks(self, columns: Sequence[str] | None = None,
+                   chunk_rows: int = CHUNK_ROWS) -> Iterator[tuple[int, pa.Table]]:
+        for partition in self.partitions():
+            yield from self.chunks(partition, columns, chunk_rows)
 
     def read_all(self) -> pa.Table:
         """Every row (a run that fits in one batch)."""
         pa, _, _ = _pyarrow()
-        tables = [table for _, table in self.chunks(chunk_rows=1 << 20)]
+        tables = [table for _, table in self.all_chunks(chunk_rows=1 << 20)]
         if not tables:
             return self.schema.empty_table()
         return pa.concat_tables(tables)
@@ -126,27 +192,31 @@ def _data_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields, metadata=metadata)
 
 
-def open_source(source: str | os.PathLike) -> ParquetSource:
-    """Check a Parquet file or directory: readable, at least one file, one schema."""
+def open_source(source: str | os.PathLike,
+                storage_options: Mapping[str, Any] | None = None) -> ParquetSource:
+    """Check a Parquet file or directory (a local path or a URL): readable, at least one file,
+    one schema."""
     pa, pq, ds = _pyarrow()
-    path = Path(source)
-    if not path.exists():
-        raise AvatarError(f"the source {path} does not exist")
-    if path.is_dir():
+    fs, path = open_url(source, storage_options)
+    if not fs.exists(path):
+        raise AvatarError(f"the source {source} does not exist")
+    if fs.isdir(path):
         try:
-            files = list(ds.dataset(str(path), format="parquet").files)
+            files = list(ds.dataset(path, format="parquet", filesystem=fs).files)
         except (OSError, pa.ArrowException) as error:
-            raise AvatarError(f"cannot read the Parquet directory {path}: {error}") from error
+            raise AvatarError(f"cannot read the Parquet directory {source}: {error}") from error
         if not files:
-            raise AvatarError(f"the directory {path} holds no Parquet file")
+            raise AvatarError(f"the directory {source} holds no Parquet file")
     else:
-        files = [str(path)]
-    schemas, rows = [], []
+        files = [path]
+    schemas, row_groups = [], []
     for name in files:
         try:
-            with pq.ParquetFile(name) as handle:
+            with pq.ParquetFile(name, filesystem=arrow_filesystem(fs)) as handle:
                 schemas.append(handle.schema_arrow)
-                rows.append(handle.metadata.num_rows)
+                metadata = handle.metadata
+                row_groups.append([metadata.row_group(g).num_rows
+                                   for g in range(metadata.num_row_groups)])
         except (OSError, pa.ArrowException) as error:
             raise AvatarError(f"cannot read {name} as Parquet: {error}") from error
     problems = []
@@ -156,15 +226,15 @@ def open_source(source: str | os.PathLike) -> ParquetSource:
             problems.append(f"{name}: " + "; ".join(notes))
     if problems:
         raise AvatarError(
-            f"the Parquet files of {path} do not share one schema (first file: {files[0]}): "
+            f"the Parquet files of {source} do not share one schema (first file: {files[0]}): "
             + " | ".join(problems)
         )
     schema = _data_schema(schemas[0])
     if SLOT in schema.names:
         raise AvatarError(f"the column name {SLOT!r} is reserved; rename that column")
     if not schema.names:
-        raise AvatarError(f"the Parquet data in {path} has no column")
-    return ParquetSource(path=path, files=files, schema=schema, rows_per_file=rows)
+        raise AvatarError(f"the Parquet data in {source} has no column")
+    return ParquetSource(os.fspath(source), fs, path, files, schema, row_groups)
 
 
 # ---------------------------------------------------------------------- pandas types

@@ -18,8 +18,8 @@ import gpu_avatar as ga
 from gpu_avatar import AvatarError
 from gpu_avatar.errors import MissingExtraError
 from gpu_avatar.metrics.reductions import distance_ranks
-from gpu_avatar.streaming.route import spill_name
-from gpu_avatar.streaming.run import INCOMPLETE, SPILL, SUCCESS, read_manifest
+from gpu_avatar.streaming.route import SPILL, spill_folder
+from gpu_avatar.streaming.run import INCOMPLETE, SUCCESS, read_manifest
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
@@ -78,7 +78,8 @@ def test_a_failing_task_names_its_batch(client, source, tmp_path):
 
     def break_batch_2(step, done, total):
         if step == "fit":
-            (destination / SPILL / spill_name(2)).write_bytes(b"broken")
+            for piece in (destination / SPILL / spill_folder(2)).iterdir():
+                piece.write_bytes(b"broken")
 
     with pytest.raises(AvatarError, match=r"batch 2 \(of 3"):
         ga.distributed.avatarize(

@@ -22,8 +22,8 @@ from gpu_avatar import AvatarError
 from gpu_avatar.encoding import IdentifierValues, TableEncoder, fresh_identifiers
 from gpu_avatar.pipeline.batches import plan_batches
 from gpu_avatar.streaming.plan import plan_parquet
-from gpu_avatar.streaming.route import spill_name
-from gpu_avatar.streaming.run import INCOMPLETE, MANIFEST, SPILL, SUCCESS, read_manifest
+from gpu_avatar.streaming.route import SPILL, spill_folder
+from gpu_avatar.streaming.run import INCOMPLETE, MANIFEST, SUCCESS, read_manifest
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -382,7 +382,8 @@ def test_a_failing_batch_is_named_and_leaves_the_destination_incomplete(mixed_so
 
     def break_batch_1(step, done, total):
         if step == "fit":
-            (destination / SPILL / spill_name(1)).write_bytes(b"not parquet")
+            for piece in (destination / SPILL / spill_folder(1)).iterdir():
+                piece.write_bytes(b"not parquet")
 
     with pytest.raises(AvatarError, match=r"batch 1 \(of 3"):
         ga.avatarize_parquet(
