@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -210,6 +211,7 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
         **({} if repaired is None else {"rules_rows_repaired": repaired}),
         "seconds": time.perf_counter() - started,
         "timings": timings,
+        "threads": numba.get_num_threads(),  # numba's parallel code, on this worker
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -144,3 +145,102 @@ def test_missing_dask_names_the_extra(monkeypatch, source, tmp_path):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(MissingExtraError, match=r"gpu_avatar\[dask\]"):
         ga.distributed.avatarize(source, tmp_path / "out", **SETTINGS)
+
+
+# ----------------------------------------------------------- Dask-native (issue 28)
+def _same_parts(ours, theirs, read) -> None:
+    assert ours.parts == theirs.parts
+    for part in theirs.parts:
+        assert read(ours, part) == read(theirs, part), part
+
+
+def _local_bytes(result, part):
+    return (Path(result.destination) / part).read_bytes()
+
+
+def test_a_dask_dataframe_into_memory_gives_the_avatars_of_avatarize_parquet(source, tmp_path):
+    dd = pytest.importorskip("dask.dataframe")
+    fsspec = pytest.importorskip("fsspec")
+    local = ga.avatarize_parquet(source, tmp_path / "local", **SETTINGS)
+    frame = dd.read_parquet(str(source))  # the workers read it; the driver never holds it
+    with (  # memory:// is one process's: workers as threads of this one
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                 dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as threads,
+    ):
+        result = ga.distributed.avatarize(frame, "memory://gpu-avatar-test/out",
+                                          client=threads, **SETTINGS)
+        memory = fsspec.filesystem("memory")
+        names = sorted(p.rsplit("/", 1)[-1] for p in memory.ls("/gpu-avatar-test/out",
+                                                                detail=False))
+        assert names == sorted([*local.parts, "_manifest.json", "_SUCCESS"])  # no _source
+        back = result.to_dask().compute().reset_index(drop=True)
+        expected = pd.read_parquet(tmp_path / "local")
+        pd.testing.assert_frame_equal(back, expected, check_dtype=False)
+        for part in local.parts:  # the same avatars part by part (the schema is Dask's)
+            with memory.open(f"/gpu-avatar-test/out/{part}") as handle:
+                ours = pd.read_parquet(handle)
+            pd.testing.assert_frame_equal(ours, pd.read_parquet(tmp_path / "local" / part),
+                                          check_dtype=False)
+        memory.rm("/gpu-avatar-test", recursive=True)
+
+
+def test_memory_urls_are_refused_with_workers_in_other_processes(client, source):
+    with pytest.raises(AvatarError, match="memory:// store, which only this process sees"):
+        ga.distributed.avatarize(source, "memory://elsewhere/out", client=client, **SETTINGS)
+
+
+def test_file_urls_and_relative_paths_reach_workers_started_elsewhere(client, source, tmp_path,
+                                                                      monkeypatch):
+    local = ga.avatarize_parquet(source, tmp_path / "local", **SETTINGS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    client.run(os.chdir, str(elsewhere))  # the workers' working folder is not ours
+    monkeypatch.chdir(source.parent)
+    try:
+        relative = ga.distributed.avatarize(source.name, "relative-out", client=client,
+                                            **SETTINGS)
+        url = ga.distributed.avatarize(f"file://{source}", f"file://{tmp_path}/url-out",
+                                       client=client, **SETTINGS)
+    finally:
+        client.run(os.chdir, str(source.parent))
+    assert not (elsewhere / "relative-out").exists() and not (tmp_path / "file:").exists()
+    for result, folder in ((relative, source.parent / "relative-out"),
+                           (url, tmp_path / "url-out")):
+        for part in local.parts:
+            assert (folder / part).read_bytes() == (tmp_path / "local" / part).read_bytes()
+        assert all(b["threads"] == 1 for b in result.manifest["batches"].values())
+
+
+def test_killing_every_worker_mid_run_still_completes_identically(source, tmp_path):
+    local = ga.avatarize_parquet(source, tmp_path / "local", **SETTINGS)
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                 dashboard_address=":0", host="127.0.0.1") as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        killed = []
+
+        def kill_every_worker(step, done, total):
+            if step == "batch 0" and not killed:  # the model lives on the workers only
+                killed.append(step)
+                try:
+                    dask_client.run(os._exit, 1)
+                except Exception:  # the workers die before they answer
+                    pass
+
+        result = ga.distributed.avatarize(source, tmp_path / "dask", client=dask_client,
+                                          progress=kill_every_worker, **SETTINGS)
+    assert killed
+    _same_parts(result, local, _local_bytes)
+
+
+def test_gpu_tasks_need_workers_declaring_a_gpu(client, source, tmp_path):
+    with pytest.raises(AvatarError, match="workers declaring one GPU each"):
+        ga.distributed.avatarize(source, tmp_path / "out", client=client,
+                                 **{**SETTINGS, "backend": "gpu"})
+
+
+def test_a_pandas_frame_is_refused_with_the_fix(client, tmp_path):
+    with pytest.raises(AvatarError, match="dd.from_pandas"):
+        ga.distributed.avatarize(mixed_table(50), tmp_path / "out", client=client, **SETTINGS)
