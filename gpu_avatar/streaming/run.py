@@ -383,6 +383,7 @@ def avatarize_parquet(
     backend_ = resolve_backend(parameters.backend)
     timings: dict[str, float] = {}
     source_ = open_source(source, storage_options)
+    source_.partition_rows = min(source_.partition_rows, batch_size)  # a task's memory
     n = source_.n_rows
     parameters.for_rows(n)
     store = Store.open(destination, storage_options)

@@ -86,6 +86,7 @@ class ParquetSource:
     files: list[str]
     schema: pa.Schema  # data columns only, with the (cleaned) pandas metadata
     row_groups: list[list[int]]  # rows of every row group of every file
+    partition_rows: int = PARTITION_ROWS  # a batched run lowers it to its batch size
 
     @property
     def columns(self) -> list[str]:
@@ -110,8 +111,10 @@ class ParquetSource:
                         int(info.get("size") or 0), str(changed)])
         return out
 
-    def partitions(self, rows: int = PARTITION_ROWS) -> list[Partition]:
-        """Consecutive row groups of each file, about ``rows`` rows each, in row order."""
+    def partitions(self) -> list[Partition]:
+        """Consecutive row groups of each file, about ``partition_rows`` rows each (more
+        where one row group is larger), in row order."""
+        rows = self.partition_rows
         out, first = [], 0
         for name, groups in zip(self.files, self.row_groups, strict=True):
             taken: list[int] = []
