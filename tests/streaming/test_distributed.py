@@ -244,3 +244,9 @@ def test_gpu_tasks_need_workers_declaring_a_gpu(client, source, tmp_path):
 def test_a_pandas_frame_is_refused_with_the_fix(client, tmp_path):
     with pytest.raises(AvatarError, match="dd.from_pandas"):
         ga.distributed.avatarize(mixed_table(50), tmp_path / "out", client=client, **SETTINGS)
+
+
+def test_gpu_cluster_names_its_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)
+    with pytest.raises(MissingExtraError, match=r"gpu_avatar\[dask-gpu\]"):
+        ga.distributed.gpu_cluster()
