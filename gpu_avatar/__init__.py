@@ -6,7 +6,10 @@ result.avatars                       # the release
 result.sensitive_unshuffled_avatars  # row i = avatar of row i, for metrics only
 """
 
-from . import rules  # ga.rules.RuleSet, ga.rules.Inequality...
+from . import (
+    distributed,  # Dask itself is imported on first use
+    rules,  # ga.rules.RuleSet, ga.rules.Inequality...
+)
 from .advice import Advice, advise, advise_database
 from .backend import Backend, resolve_backend
 from .encoding.identifying import IdentifyingColumnsError
@@ -36,7 +39,6 @@ from .projection import FAMD, MCA, PCA
 from .relational import Database, DatabaseAvatarizationResult, avatarize_database
 from .report import write_report
 from .streaming import ParquetAvatarization, avatarize_parquet
-from . import distributed  # Dask itself is imported on first use
 from .workflow import Release, prepare_release
 
 __version__ = "0.1.0"

@@ -30,12 +30,13 @@ without the seed. A value is known by its text (12345, 12345.0 and "12345" are o
 a CSV file), and a pseudonym equals an original when their texts are equal or both read as the
 same number ("00017" and 17).
 
-Streams: ``Pseudonymizer.add`` reads the column chunk by chunk, then ``pseudonyms`` maps any
-chunk, in any order; the pseudonyms are drawn once, for every value, when first asked, so a
-streamed column gets those of the whole column in memory. This holds each distinct value's
-text. The mapping is what a pseudonymized column (or a foreign key, through its parent key's
-``Pseudonymizer``) needs; an avatar is a new row with no original value, so an avatarized
-table's identifiers stay fresh by position (``IdentifierValues.fresh``).
+Streams: ``Pseudonymizer.add`` reads the column chunk by chunk (``merge`` gathers partitions'
+reads, in order), then ``pseudonyms`` maps any chunk, in any order; the pseudonyms are drawn
+once, for every value, when first asked, so a streamed column gets those of the whole column
+in memory. This holds each distinct value's text. The mapping is what a pseudonymized column
+(or a foreign key, through its parent key's ``Pseudonymizer``) needs; an avatar is a new row
+with no original value, so an avatarized table's identifiers stay fresh by position
+(``IdentifierValues.fresh``).
 """
 
 from __future__ import annotations
@@ -370,12 +371,20 @@ class Pseudonymizer:
         return self
 
     def merge(self, other: Pseudonymizer) -> Pseudonymizer:
-        """Add the values ``other`` read (the next part of the column), as ``add`` would."""
+        """Read the values ``other`` (the same spec and seed) read from the chunks that follow,
+        e.g. a later partition's on a worker: the same as adding those chunks here."""
+        if self._table is not None or other._table is not None:
+            raise AvatarError(
+                f"column {self.name!r}: values are merged after pseudonyms were drawn; merge "
+                "every partition's values before asking for pseudonyms"
+            )
+        if other.spec != self.spec:
+            raise AvatarError(f"column {self.name!r}: pseudonymizers of two strategies or "
+                              "options cannot be merged")
+        for text in other._ranks:  # in other's order of first appearance, after self's
+            self._ranks.setdefault(text, len(self._ranks))
         if self._fresh is not None:
             self._fresh.merge(other._fresh)
-        for text in other._ranks:
-            if text not in self._ranks:
-                self._ranks[text] = len(self._ranks)
         if self._numbers is not None:
             self._numbers |= other._numbers
         return self

@@ -14,11 +14,13 @@
 - ``dropped``: nothing.
 
 ``ColumnsApart`` learns what the identifiers need from the originals (``add``: all of them,
-chunk by chunk for a stream), before any avatar is released.
+chunk by chunk for a stream, or ``merge``: partition summaries in order), before any avatar is
+released; ``for_positions`` keeps what one batch needs, to ship to its worker.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..encoding import IDENTIFIER, IdentifierValues, Pseudonymizer
+from ..encoding.identifiers import FreshWindow
 from ..parameters import column_kind, reattach_method
 
 _STREAM_PSEUDONYMS = 3  # the seed stream of the drawn pseudonyms (synthesis.py uses 0-2)
@@ -34,20 +37,23 @@ _STREAM_PSEUDONYMS = 3  # the seed stream of the drawn pseudonyms (synthesis.py 
 class ColumnsApart:
     """One table's identifier columns: each one's fresh values or ``Pseudonymizer``.
     ``shared``: pseudonymizers given by the caller (a database's entities), which it fills
-    with every table's values."""
+    with every table's values. ``rows``: the table's row count when known before its chunks,
+    so the fresh columns drop the values that cannot matter as they come
+    (``IdentifierValues``)."""
 
     def __init__(self, types: Mapping[Any, str], columns: list[Any],
                  sequence: np.random.SeedSequence,
-                 shared: Mapping[Any, Pseudonymizer] | None = None) -> None:
+                 shared: Mapping[Any, Pseudonymizer] | None = None,
+                 rows: int | None = None) -> None:
         shared = shared or {}
-        self.fresh: dict[Any, IdentifierValues] = {}
+        self.fresh: dict[Any, IdentifierValues | FreshWindow] = {}
         self.pseudonymizers: dict[Any, Pseudonymizer] = {}
         for position, column in enumerate(columns):
             declared = types.get(column)
             if column in shared:
                 self.pseudonymizers[column] = shared[column]
             elif declared == IDENTIFIER:
-                self.fresh[column] = IdentifierValues(column)
+                self.fresh[column] = IdentifierValues(column, rows)
             elif column_kind(declared) == IDENTIFIER:
                 self.pseudonymizers[column] = Pseudonymizer(
                     declared, column, column_seed(sequence, position))
@@ -62,7 +68,8 @@ class ColumnsApart:
         return self
 
     def merge(self, other: ColumnsApart) -> ColumnsApart:
-        """Add what ``other`` learnt (the next part of the table), as ``add`` would."""
+        """Learn what ``other`` (made alike) learnt from the chunks that follow, e.g. a later
+        partition's on a worker: the same as adding those chunks here."""
         for column, fresh in self.fresh.items():
             fresh.merge(other.fresh[column])
         for column in self._owned:
@@ -70,18 +77,33 @@ class ColumnsApart:
         return self
 
     def draw(self) -> ColumnsApart:
-        """Draw the pseudonyms now, once every chunk is added (before shipping to workers)."""
+        """Draw the pseudonyms and merge the fresh columns' values now, once every chunk is
+        added (before shipping to workers)."""
         for pseudonymizer in self.pseudonymizers.values():
             pseudonymizer.draw()
+        for fresh in self.fresh.values():
+            fresh.finish()
         return self
 
+    def for_positions(self, start: int, stop: int) -> ColumnsApart:
+        """What the batch released at positions ``start`` to ``stop`` needs for
+        ``identifiers``, small to ship: each fresh column's values there alone
+        (``IdentifierValues.restricted``), the pseudonymizers (drawn) whole. Only for
+        ``identifiers``: it learns nothing more."""
+        window = copy.copy(self)
+        window.fresh = {column: fresh.restricted(start, stop)
+                        for column, fresh in self.fresh.items()}
+        return window
+
     def identifiers(self, frame: pd.DataFrame, released_order: np.ndarray,
-                    offset: int = 0) -> dict[Any, Any]:
+                    offset: int = 0, fresh: Mapping[Any, Any] | None = None) -> dict[Any, Any]:
         """The identifier values of the avatars of ``frame``'s rows, unshuffled; the avatar
-        of row ``released_order[j]`` is released at position ``offset + j``."""
+        of row ``released_order[j]`` is released at position ``offset + j``. ``fresh``: the
+        fresh columns' values for these positions alone (``for_positions(...).fresh``, what a
+        batch task is shipped), else this table's."""
         out: dict[Any, Any] = {}
-        for column, fresh in self.fresh.items():
-            values = fresh.fresh(offset, offset + len(frame))
+        for column, values_of in (self.fresh if fresh is None else fresh).items():
+            values = values_of.fresh(offset, offset + len(frame))
             unshuffled = np.empty_like(values)
             unshuffled[released_order] = values
             out[column] = unshuffled

@@ -89,6 +89,7 @@ class BatchTask:
     sequence: np.random.SeedSequence
     batched: bool  # False: the whole source is the batch
     run: str  # the run's id: its parts are written under _runs/<run>
+    fresh: dict = field(default_factory=dict)  # fresh identifiers of its positions alone
 
     @property
     def written(self) -> tuple[str, str, str]:
@@ -172,7 +173,7 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
                         model.parameters.ncp)
     timings["read"] = time.perf_counter() - started
     released_order = shuffle_order(task.rows, task.sequence)
-    identifiers = context.apart.identifiers(frame, released_order, task.offset)
+    identifiers = context.apart.identifiers(frame, released_order, task.offset, task.fresh)
     avatars, neighbours = avatarize_rows(model, frame, task.sequence, identifiers,
                                          timings, neighbours=context.rules is not None)
     repaired = None
@@ -457,10 +458,12 @@ def avatarize_parquet(
             sequence=batch_seed(sequence, b) if batched else sequence,
             batched=batched,
             run=run,
+            fresh=scan.apart.for_positions(offsets[b], offsets[b] + plan.sizes[b]).fresh,
         )
         for b in range(plan.n_batches)
     ]
-    context = BatchContext(None, source_, scan.dtypes, scan.apart, store, bool(metrics), rules)
+    shared = scan.apart.for_positions(0, 0)  # the pseudonyms: each batch its own identifiers
+    context = BatchContext(None, source_, scan.dtypes, shared, store, bool(metrics), rules)
 
     def done(task: BatchTask, summary: dict) -> None:
         store.move(task.written, (part_name(task.batch),))

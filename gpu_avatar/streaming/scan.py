@@ -172,7 +172,8 @@ def summarize_partition(partition: Partition, source: ParquetSource, settings: S
     if encoder is None:
         encoder = TableEncoder({c: k for c, k in settings.types.items() if c in settings.read},
                                settings.imputation, rare=settings.rare)
-    apart = ColumnsApart(settings.types, list(source.columns), settings.sequence)
+    apart = ColumnsApart(settings.types, list(source.columns), settings.sequence,
+                         rows=settings.n_rows)
     covering = CoveringScan(settings.read, settings.categorical) if settings.batched else None
     for start, table in source.chunks(partition, settings.read):
         if not table.num_rows:
@@ -212,7 +213,7 @@ def scan_source(
         wanted |= {c for c in source.columns if kinds[c] == CATEGORICAL}
         wanted |= floating | _may_hold_nulls(source)
     read = [c for c in source.columns if c in wanted]
-    apart = ColumnsApart(types, list(source.columns), sequence)
+    apart = ColumnsApart(types, list(source.columns), sequence, rows=source.n_rows)
     scan = SourceScan(dtypes, apart, knowingly_released=knowingly_released)
     partitions = [p for p in source.partitions() if p.rows]
     if not read or not partitions:

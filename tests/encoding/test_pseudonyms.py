@@ -110,6 +110,21 @@ def test_chunk_by_chunk_in_any_order_is_the_whole_column(strategy, integers):
 
 
 @pytest.mark.parametrize("strategy", SPECS)
+@pytest.mark.parametrize("integers", [False, True], ids=["text", "integers"])
+def test_partitions_read_apart_and_merged_in_order_are_the_whole_column(strategy, integers):
+    original = column(integers=integers)
+    whole = pseudonymize(original, SPECS[strategy], seed=5)
+    partitions = [Pseudonymizer(SPECS[strategy], original.name, seed=5).add(original.iloc[a:b])
+                  for a, b in ((0, 150), (150, 151), (151, 400))]
+    merged = partitions[0]
+    for partition in partitions[1:]:
+        merged.merge(partition)
+    pd.testing.assert_series_equal(merged.pseudonyms(original), whole)
+    with pytest.raises(ga.AvatarError, match="merged after pseudonyms were drawn"):
+        merged.merge(partitions[1])
+
+
+@pytest.mark.parametrize("strategy", SPECS)
 def test_a_foreign_key_mapped_with_its_parent_key_gets_its_parents_pseudonyms(strategy):
     """A pseudonymized parent and child table: the foreign key goes through the parent key's
     Pseudonymizer, and every reference keeps its parent."""
