@@ -9,7 +9,7 @@ import numpy as np
 
 from ..pipeline.batches import plan_ranks
 from .plan import StreamPlan
-from .source import SLOT, ParquetSource, Partition, _pyarrow, arrow_filesystem
+from .source import CHUNK_ROWS, SLOT, ParquetSource, Partition, _pyarrow, arrow_filesystem
 from .store import Store
 
 SPILL = "_spill"
@@ -19,19 +19,30 @@ def spill_folder(batch: int) -> str:
     return f"batch-{batch:05d}"
 
 
-def piece_name(partition: int) -> str:
-    return f"part-{partition:05d}.parquet"
+def piece_name(partition: int, flush: int) -> str:
+    return f"part-{partition:05d}-{flush:03d}.parquet"
 
 
 def route_partition(partition: Partition, source: ParquetSource, plan: StreamPlan,
                     store: Store) -> int:
-    """Write ``partition``'s rows to the spill folders of their batches; returns its rows.
-    A task run again (a retry, a resumed run) writes the same files again."""
+    """Write ``partition``'s rows to the spill folders of their batches, ``partition_rows``
+    rows held at most (a row group may be larger); returns its rows. A task run again (a
+    retry, a resumed run) writes the same files again."""
     pa, pq, _ = _pyarrow()
     slot_type = pa.int64()
     schema = pa.schema([*source.schema, pa.field(SLOT, slot_type)], metadata=source.schema.metadata)
+    filesystem = arrow_filesystem(store.fs)
     pieces: dict[int, list] = {}
-    for start, table in source.chunks(partition):
+    held = flushes = 0
+
+    def flush() -> None:
+        for batch, tables in pieces.items():
+            names = SPILL, spill_folder(batch), piece_name(partition.index, flushes)
+            with store.writing(*names) as temporary:
+                pq.write_table(pa.concat_tables(tables), temporary, filesystem=filesystem)
+        pieces.clear()
+
+    for start, table in source.chunks(partition, chunk_rows=min(CHUNK_ROWS, source.partition_rows)):
         rows = np.arange(start, start + table.num_rows)
         batches, slots = plan.batches.locate(rows, plan_ranks(rows, plan.n_rows, plan.sequence))
         order = np.argsort(batches, kind="stable")
@@ -42,10 +53,11 @@ def route_partition(partition: Partition, source: ParquetSource, plan: StreamPla
         bounds = np.flatnonzero(np.diff(ids)) + 1
         for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), ids.size], strict=True):
             pieces.setdefault(int(ids[lo]), []).append(taken.slice(lo, hi - lo))
-    filesystem = arrow_filesystem(store.fs)
-    for batch, tables in pieces.items():
-        with store.writing(SPILL, spill_folder(batch), piece_name(partition.index)) as temporary:
-            pq.write_table(pa.concat_tables(tables), temporary, filesystem=filesystem)
+        held += table.num_rows
+        if held >= source.partition_rows:
+            flush()
+            held, flushes = 0, flushes + 1
+    flush()
     return partition.rows
 
 

@@ -227,6 +227,26 @@ def test_aids_batches_equal_the_in_memory_batches(aids, tmp_path):
     )
 
 
+def test_one_row_group_larger_than_a_batch_is_routed_in_pieces(tmp_path):
+    """A task holds a batch of rows at most: a row group of 1,500 rows is routed 400 at a
+    time, into several pieces per batch, and gives the in-memory batches."""
+    df = mixed_table(1500, seed=4)
+    folder = write_parts(df, tmp_path / "one", 1, row_group_size=1500)
+    settings = dict(k=10, seed=5, types=MIXED_TYPES, batch_size=400, backend="cpu")
+    pieces = []
+
+    def count_pieces(step, done, total):
+        if step == "fit":
+            pieces.extend((tmp_path / "out" / SPILL).glob("*/*.parquet"))
+
+    ga.avatarize_parquet(folder, tmp_path / "out", metrics=False, progress=count_pieces,
+                         **settings)
+    assert len(pieces) > 4  # 4 batches, several pieces each
+    memory = ga.avatarize(pd.read_parquet(folder), **settings)
+    pd.testing.assert_frame_equal(sorted_rows(pd.read_parquet(tmp_path / "out"), ["id"]),
+                                  sorted_rows(memory.avatars, ["id"]))
+
+
 def test_contract_dtypes_categories_missing_pattern(mixed_source, mixed_run):
     df, folder = mixed_source
     result, destination = mixed_run
