@@ -64,6 +64,7 @@ class DaskScheduler:
         self.resources = task_resources(client, gpu)
         self.run = uuid.uuid4().hex[:12]
         self.maps = 0  # keys stay unique over the calls of ``map``
+        self.location = ""  # the destination, once known
 
     def _submit(self, key: str, function: Callable, *arguments: Any, resources=None):
         return self.client.submit(on_worker, function, *arguments, key=f"gpu-avatar-{key}-"
@@ -90,6 +91,7 @@ class DaskScheduler:
     def fit(self, task: BatchTask, context: BatchContext, parameters: AvatarParameters,
             groups: Mapping | None):
         """The fitted context as a future: a graph key, recomputed wherever it is lost."""
+        self.location = context.store.location  # for the batches' errors
         return self._submit("model", fit_context, task, context, parameters, groups,
                             resources=self.resources)
 
@@ -106,13 +108,12 @@ class DaskScheduler:
                 try:
                     summary = future.result()
                 except distributed.KilledWorker as error:
-                    smaller = max(1, task.rows // 2)
-                    raise batch_error(task, error, "the destination", hint=(
+                    raise batch_error(task, error, self.location, hint=(
                         "its workers kept dying, most often over their memory limit: pass "
-                        f"batch_size={smaller:,} (half of this batch) or give the workers "
-                        "more memory")) from error
+                        f"batch_size={max(1, task.rows // 2):,} (half of this batch) or give "
+                        "the workers more memory")) from error
                 except Exception as error:
-                    raise batch_error(task, error, "the destination") from error
+                    raise batch_error(task, error, self.location) from error
                 done(task, summary)
                 future.release()
         finally:

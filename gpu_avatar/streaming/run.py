@@ -217,11 +217,17 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
 
 
 def batch_error(task: BatchTask, error: BaseException, destination: str,
-                hint: str = "fix the cause") -> AvatarError:
+                hint: str | None = None) -> AvatarError:
+    """The error of a failed batch: which one, why, and how to finish the run (out of
+    memory: with the ``batch_size`` to use)."""
+    if hint is None and isinstance(error, MemoryError):
+        hint = (f"pass batch_size={max(1, task.rows // 2):,} (half of this batch) or give the "
+                "process more memory")
     return AvatarError(
         f"batch {task.batch} (of {task.n_batches}, {task.rows:,} rows) failed: "
         f"{type(error).__name__}: {error}. {destination} is left marked incomplete "
-        f"({INCOMPLETE}); {hint} and rerun with resume=True to finish the other batches"
+        f"({INCOMPLETE}); {hint or 'fix the cause'} and rerun with resume=True to finish the "
+        "other batches"
     )
 
 

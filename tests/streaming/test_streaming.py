@@ -464,3 +464,13 @@ def test_parameter_errors(tmp_path, mixed_source):
     (tmp_path / "full" / "something.txt").write_text("x")
     with pytest.raises(AvatarError, match="not empty"):
         ga.avatarize_parquet(folder, tmp_path / "full", k=5, batch_size=600, resume=True)
+
+
+def test_a_batch_out_of_memory_is_told_the_batch_size_to_use():
+    from gpu_avatar.streaming.run import BatchTask, batch_error
+
+    task = BatchTask(3, 8, 400_000, 1_200_000, np.random.SeedSequence(0), True, "run")
+    message = str(batch_error(task, MemoryError("Unable to allocate 3.1 GiB"), "out/"))
+    assert "batch 3 (of 8, 400,000 rows)" in message and "batch_size=200,000" in message
+    assert "resume=True" in message
+    assert "batch_size" not in str(batch_error(task, ValueError("bad value"), "out/"))
