@@ -2,6 +2,6 @@
 (gpu.md section 5). Dask itself is imported on first use (``pip install 'gpu_avatar[dask]'``)."""
 
 from .avatarize import DaskExecutor, avatarize
-from .metrics import distance_ranks, privacy_metrics, rank_block
+from .metrics import distance_ranks, privacy_metrics
 
-__all__ = ["DaskExecutor", "avatarize", "distance_ranks", "privacy_metrics", "rank_block"]
+__all__ = ["DaskExecutor", "avatarize", "distance_ranks", "privacy_metrics"]
