@@ -263,8 +263,10 @@ def ranks_among(backend, y, avatar_ids, x, original_ids, own):
     """``(cloaking, hidden)`` of the originals against the avatars given alone, on the device,
     as ``cpu.ranks_among`` (caller indices ``avatar_ids`` and ``original_ids`` on the host)."""
     xp = backend.xp
-    host, order, rows = ranks.walk_rows(KDTree.build(backend.to_numpy(y)), avatar_ids,
-                                        backend.to_numpy(x), original_ids)  # fmt: skip
+    host, order, rows = ranks.walk_rows(
+        KDTree.build(backend.to_numpy(y)), avatar_ids, original_ids,
+        lambda positions: backend.to_numpy(x[backend.asarray(positions)]),
+    )
     points, _, *nodes = (backend.asarray(a) for a in host.walk())
     rows = backend.asarray(rows)
     x_rows, own_rows = ranks.walk_originals(points, order.size, rows, x, own, xp)

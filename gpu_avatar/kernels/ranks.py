@@ -65,7 +65,8 @@ def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.
     ``original_ids`` distinct: an original's own avatar is the avatar of the same index, when
     given, and ties are decided by these indices, as over all avatars."""
     x = host_array(x, np.float64)
-    avatars, order, rows = walk_rows(KDTree.build(y), avatar_ids, x, original_ids)
+    avatars, order, rows = walk_rows(KDTree.build(y), avatar_ids, original_ids,
+                                     lambda positions: x[positions])  # fmt: skip
     x_rows, own_rows = walk_originals(avatars.points, order.size, rows, x, own, np)
     block = _rank_block(order.size)
     if x.shape[1] <= SLOT_DIMENSIONS:
@@ -79,14 +80,14 @@ def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.
     return cloaking[rows], hidden[rows]
 
 
-def walk_rows(avatars: KDTree, avatar_ids, x: np.ndarray, original_ids):
-    """How the rank walk takes the originals ``x`` (host coordinates): the original of walk
-    row p < len(avatars) has its own avatar at the tree's stored row p (``rank_visit``).
-    Returns the avatar tree with the caller indices ``avatar_ids`` in its ``order`` and
-    ``low_index``, the caller index of every walk row, and each original's walk row. A stored
-    row whose original is not given holds none (``walk_originals``); the originals whose own
-    avatar is not given follow, in the leaf order of a tree of their own, so that the
-    originals sharing a walk are near one another."""
+def walk_rows(avatars: KDTree, avatar_ids, original_ids, coordinates):
+    """How the rank walk takes the originals: the original of walk row p < len(avatars) has
+    its own avatar at the tree's stored row p (``rank_visit``). Returns the avatar tree with
+    the caller indices ``avatar_ids`` in its ``order`` and ``low_index``, the caller index of
+    every walk row, and each original's walk row. A stored row whose original is not given
+    holds none (``walk_originals``); the originals whose own avatar is not given follow, in the
+    leaf order of a tree of their own (``coordinates(positions)``: their host coordinates), so
+    that the originals sharing a walk are near one another."""
     avatar_ids = np.asarray(avatar_ids, np.int64)
     original_ids = np.asarray(original_ids, np.int64)
     n = avatar_ids.size
@@ -104,7 +105,7 @@ def walk_rows(avatars: KDTree, avatar_ids, x: np.ndarray, original_ids):
     rows[given] = stored[at[given]]
     others = np.flatnonzero(~given)
     if others.size:
-        others = others[KDTree.build(x[others]).order]
+        others = others[KDTree.build(coordinates(others)).order]
     rows[others] = n + np.arange(others.size)
     return labelled, np.concatenate([labelled.order, original_ids[others]]), rows
 
