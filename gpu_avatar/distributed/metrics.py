@@ -131,8 +131,10 @@ class _Tasks:
 
     def __init__(self, client: Any, backend: str) -> None:
         self.client, self.backend = client, backend
+        workers = client.scheduler_info().get("workers", {}).values()
+        self.worker_count = len(workers)
         self.host_threads: Counter = Counter()
-        for worker in client.scheduler_info().get("workers", {}).values():
+        for worker in workers:
             self.host_threads[worker.get("host")] += worker.get("nthreads", 1)
         self.labels: dict = {}
         self.shipped: list = []
@@ -182,13 +184,13 @@ def distance_ranks(
     n = x.shape[0]
     if n < 2:
         raise AvatarError("distance metrics need at least 2 rows")
-    if region_rows is None:
-        count = REGIONS_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
-    elif int(region_rows) < 1:
+    if region_rows is not None and int(region_rows) < 1:
         raise AvatarError(f"region_rows must be a positive number of rows, not {region_rows}")
+    tasks = _Tasks(client, backend.name if isinstance(backend, Backend) else backend)
+    if region_rows is None:
+        count = REGIONS_PER_WORKER * max(1, tasks.worker_count)
     else:
         count = -(-n // int(region_rows))
-    tasks = _Tasks(client, backend.name if isinstance(backend, Backend) else backend)
     try:
         return _over_regions(tasks, x, y, min(count, n))
     finally:
