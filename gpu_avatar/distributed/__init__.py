@@ -4,7 +4,6 @@ GPUs: ``'gpu_avatar[dask-gpu]'``)."""
 
 from .avatarize import DaskScheduler, avatarize
 from .cluster import gpu_cluster
-from .metrics import distance_ranks, privacy_metrics, rank_block
+from .metrics import distance_ranks, privacy_metrics
 
-__all__ = ["DaskScheduler", "avatarize", "distance_ranks", "gpu_cluster", "privacy_metrics",
-           "rank_block"]
+__all__ = ["DaskScheduler", "avatarize", "distance_ranks", "gpu_cluster", "privacy_metrics"]

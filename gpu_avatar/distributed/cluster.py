@@ -57,8 +57,12 @@ def on_worker(function: Callable, *arguments: Any) -> Any:
         threads = distributed.get_worker().state.nthreads
     except ValueError:  # not on a worker: the client's process (a LocalCluster of threads)
         threads = numba.config.NUMBA_NUM_THREADS
+    before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    return function(*arguments)
+    try:
+        return function(*arguments)
+    finally:
+        numba.set_num_threads(before)
 
 
 def task_resources(client: Any, gpu: bool) -> dict[str, int] | None:

@@ -1,10 +1,23 @@
 """Exact privacy metrics with the distance-rank reduction spread over Dask workers.
 
 ``privacy_metrics(original, unshuffled_avatars, client=None, ...)`` is ``ga.privacy_metrics``
-with the distance-rank reduction spread over the workers: the avatar coordinates are broadcast,
-the originals split into row blocks, one task per block (local cloaking and hidden flag of its
-rows, and for every avatar its two smallest distances to the block's originals); the driver
-merges the top-2 distances. The values are exactly those of ``ga.privacy_metrics``.
+with the distance-rank reduction (``reductions.distance_ranks``) partitioned by space, each
+part run by the k-d tree walks of the in-memory engine (``kernels/ranks.py``), so that the
+work grows as in memory and each task receives its region's rows, not whole arrays:
+
+- local cloaking and hidden flag: the avatars are split into regions (``split_regions``, a few
+  per worker); a region's task holds its avatars and every original whose own-distance ball
+  may reach the region's box. An original's counts over the regions add up, its flags OR;
+- each avatar's two closest originals: the originals are split the same way. A first round
+  gives each avatar its two closest among the originals of its own original's region, so an
+  upper bound of its second closest; a second round queries it against every other region
+  whose box lies within that bound. The two smallest of the rounds' values are the result.
+
+Exact: a point's squared distance to a box (``_beyond``) is computed with the operations of
+``distances.py`` on gaps never larger than the pair's differences, and rounding is monotonic,
+so it never exceeds the computed squared distance of the point to anything in the box. A part
+left out is thus provably beyond the radius, ties included, and the values are bit for bit
+those of ``reductions.distance_ranks``.
 
 ``client=None`` starts a ``distributed.LocalCluster`` (one single-threaded worker per core) for
 the call. GPUs: one worker per GPU with ``dask_cuda`` and ``backend="gpu"``, the same code::
@@ -33,34 +46,110 @@ from ..backend import CPU, Backend, resolve_backend
 from ..errors import AvatarError
 from ..metrics.privacy import PrivacyMetrics
 from ..metrics.privacy import privacy_metrics as local_privacy_metrics
-from ..metrics.reductions import DistanceRanks, default_tile, host_ranks, tile_pass
+from ..metrics.reductions import DistanceRanks, host_ranks
 from ..neighbours.distances import rowwise_squared
 from ..parameters import MetricOptions, metric_options
-from .cluster import client_for, distributed_module, failure_text
+from .cluster import client_for, distributed_module, failure_text, on_worker
+
+REGIONS_PER_WORKER = 4  # enough to balance the regions' unequal costs
 
 
-def rank_block(x_block: np.ndarray, y: np.ndarray, start: int, backend: str, tile: int | None):
-    """One task of the distributed reduction: originals ``start .. start + len(x_block)``
-    against every avatar ``y``, tile by tile (the arithmetic of ``reductions.tile_pass``).
+def split_regions(points: np.ndarray, count: int) -> list[np.ndarray]:
+    """The rows of ``points`` in ``count`` compact regions of about equal size, each sorted:
+    k-d splits at quantiles along the widest spread. Points equal on a split coordinate may
+    fall on either side; no result depends on where."""
+    parts, regions = [(np.arange(points.shape[0]), count)], []
+    while parts:
+        rows, k = parts.pop()
+        if k == 1:
+            regions.append(np.sort(rows))
+            continue
+        values = points[rows]
+        axis = int(np.argmax(values.max(axis=0) - values.min(axis=0)))
+        left = k // 2
+        cut = rows.size * left // k
+        order = np.argpartition(values[:, axis], cut)
+        parts += [(rows[order[cut:]], k - left), (rows[order[:cut]], left)]
+    return regions
 
-    Returns the block's own squared distances, local cloaking counts and hidden flags, and for
-    every avatar the two smallest squared distances to the block's originals (2, n)."""
+
+def _beyond(points: np.ndarray, low: np.ndarray, high: np.ndarray, bound: np.ndarray):
+    """Rows of ``points`` whose squared distance to every point of the box ``[low, high]`` is
+    provably above ``bound`` (per row): the box distance, in the arithmetic of
+    ``distances.py``, exceeds it. A NaN is never beyond."""
+    total = np.zeros(points.shape[0])
+    for d in range(points.shape[1]):
+        v = points[:, d]
+        gap = np.maximum(np.maximum(low[d] - v, v - high[d]), 0.0)
+        total = total + gap * gap
+    return total > bound
+
+
+def rank_region(y, avatar_ids, x, original_ids, own, backend: str):
+    """Task: ``(cloaking, hidden)`` of the originals ``x`` against the region's avatars ``y``
+    alone (``kernels.ranks_among``)."""
     backend_ = resolve_backend(backend)
-    xp = backend_.xp
-    x = backend_.asarray(x_block, dtype=np.float64)
-    y = backend_.asarray(y, dtype=np.float64)
-    m = x.shape[0]
-    own = rowwise_squared(x, y[start : start + m], xp)
-    cloaking, hidden, best = tile_pass(
-        x, y, own, xp.arange(m), backend_, tile or default_tile(backend_), True, first_row=start
+    cloaking, hidden = backend_.kernels.ranks_among(
+        backend_, backend_.asarray(y), avatar_ids, backend_.asarray(x), original_ids,
+        backend_.asarray(own),
+    )  # fmt: skip
+    return backend_.to_numpy(cloaking), backend_.to_numpy(hidden)
+
+
+def nearest_two(queries, references, aligned: bool, backend: str):
+    """Task: each query's two smallest squared distances to a region's originals
+    (``kernels.two_nearest``)."""
+    backend_ = resolve_backend(backend)
+    first, second = backend_.kernels.two_nearest(
+        backend_, backend_.asarray(queries), backend_.asarray(references), aligned
     )
-    to_numpy = backend_.to_numpy
-    return start, to_numpy(own), to_numpy(cloaking), to_numpy(hidden), to_numpy(best)
+    return backend_.to_numpy(first), backend_.to_numpy(second)
 
 
-def _merge_two_smallest(best: np.ndarray, other: np.ndarray) -> np.ndarray:
-    stacked = np.concatenate([best, other], axis=0)
-    return np.sort(np.partition(stacked, 1, axis=0)[:2], axis=0)
+def _region_task(function, data: tuple, *extra):
+    """``function(*data, *extra)`` on its worker (``data``: its shipped inputs)."""
+    return on_worker(function, *data, *extra)
+
+
+class _Tasks:
+    """The tasks of one reduction. ``start`` ships a batch of tasks' inputs in one scatter,
+    each task's to one worker (round robin), where it runs; ``merge`` waits for tasks, handing
+    each result to its merge function as it finishes and naming the task that failed;
+    ``cancel`` releases them all."""
+
+    def __init__(self, client: Any, backend: str) -> None:
+        self.client, self.backend = client, backend
+        workers = client.scheduler_info().get("workers", {}).values()
+        self.worker_count = len(workers)
+        self.labels: dict = {}
+        self.shipped: list = []
+
+    def start(self, batch: list) -> list:
+        """``merge(*function(*data, *extra, backend))`` for each ``(label, merge, function,
+        data, *extra)`` of ``batch``, once ``merge`` waits for it."""
+        if not batch:
+            return []
+        shipped = self.client.scatter([data for _, _, _, data, *_ in batch], hash=False)
+        self.shipped += shipped
+        futures = []
+        for (label, merge, function, _, *extra), data in zip(batch, shipped, strict=True):
+            future = self.client.submit(_region_task, function, data, *extra, self.backend,
+                                        pure=False)
+            self.labels[future] = label, merge
+            futures.append(future)
+        return futures
+
+    def merge(self, futures: list) -> None:
+        for future in distributed_module().as_completed(futures):
+            label, merge = self.labels[future]
+            try:
+                result = future.result()
+            except Exception as error:
+                raise AvatarError(f"{label} failed: {failure_text(error)}") from error
+            merge(*result)
+
+    def cancel(self) -> None:
+        self.client.cancel([*self.labels, *self.shipped])
 
 
 def distance_ranks(
@@ -68,13 +157,11 @@ def distance_ranks(
     avatars: np.ndarray,
     *,
     client: Any,
-    block_rows: int | None = None,
+    region_rows: int | None = None,
     backend: str | Backend = "cpu",
-    tile: int | None = None,
 ) -> DistanceRanks:
-    """``reductions.distance_ranks`` with the original rows split into blocks as tasks
-    (identical values: every pair gets the same arithmetic)."""
-    distributed = distributed_module()
+    """``reductions.distance_ranks`` (identical values) as Dask tasks over regions of space of
+    at most ``region_rows`` rows (default: ``REGIONS_PER_WORKER`` regions per worker)."""
     x = np.ascontiguousarray(originals, dtype=np.float64)
     y = np.ascontiguousarray(avatars, dtype=np.float64)
     if x.shape != y.shape:
@@ -82,46 +169,80 @@ def distance_ranks(
     n = x.shape[0]
     if n < 2:
         raise AvatarError("distance metrics need at least 2 rows")
-    if block_rows is None:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        block_rows = -(-n // (4 * workers))
-    block_rows = max(1, int(block_rows))
-    backend_name = backend.name if isinstance(backend, Backend) else backend
-    shared = client.scatter(y, broadcast=True, hash=False)  # not another call's key
-    futures = {}
-    for start in range(0, n, block_rows):
-        future = client.submit(
-            rank_block,
-            x[start : start + block_rows],
-            shared,
-            start,
-            backend_name,
-            tile,
-            pure=False,
-        )
-        futures[future] = start
-    own = np.empty(n)
-    cloaking = np.empty(n, dtype=np.int64)
-    hidden = np.empty(n, dtype=bool)
-    best = np.full((2, n), np.inf)
+    if region_rows is not None and int(region_rows) < 1:
+        raise AvatarError(f"region_rows must be a positive number of rows, not {region_rows}")
+    tasks = _Tasks(client, backend.name if isinstance(backend, Backend) else backend)
+    if region_rows is None:
+        count = REGIONS_PER_WORKER * max(1, tasks.worker_count)
+    else:
+        count = -(-n // int(region_rows))
     try:
-        for future in distributed.as_completed(futures):
-            try:
-                start, own_b, cloaking_b, hidden_b, best_b = future.result()
-            except Exception as error:
-                first = futures[future]
-                raise AvatarError(
-                    f"the distance-rank block of rows {first:,} to "
-                    f"{min(first + block_rows, n) - 1:,} failed: {failure_text(error)}"
-                ) from error
-            stop = start + own_b.size
-            own[start:stop], cloaking[start:stop], hidden[start:stop] = own_b, cloaking_b, hidden_b
-            best = _merge_two_smallest(best, best_b)
-            future.release()
+        return _over_regions(tasks, x, y, min(count, n))
     finally:
-        client.cancel(list(futures))
-        client.cancel([shared])
-    return host_ranks(CPU, own, cloaking, hidden, best[0], best[1])
+        tasks.cancel()
+
+
+def _over_regions(tasks: _Tasks, x: np.ndarray, y: np.ndarray, count: int) -> DistanceRanks:
+    """The reduction's tasks and merges (module docstring)."""
+    n = x.shape[0]
+    own = rowwise_squared(x, y, np)
+    cloaking, hidden = np.zeros(n, np.int64), np.zeros(n, bool)
+    first, second = np.full(n, np.inf), np.full(n, np.inf)
+
+    def add_counts(rows):
+        def merge(counts, flags):
+            cloaking[rows] += counts
+            hidden[rows] |= flags
+
+        return merge
+
+    def keep_two_smallest(rows):
+        def merge(first_r, second_r):
+            first[rows], second[rows] = _two_smallest(first[rows], second[rows], first_r,
+                                                      second_r)  # fmt: skip
+
+        return merge
+
+    by_originals = split_regions(x, count)
+    first_round = [
+        (f"the closest originals of original region {r} of {count}", keep_two_smallest(rows),
+         nearest_two, (y[rows], x[rows]), True)  # fmt: skip
+        for r, rows in enumerate(by_originals)
+    ]
+    ranks = []  # (originals to count, task)
+    for r, rows in enumerate(split_regions(y, count)):
+        near = np.flatnonzero(~_beyond(x, y[rows].min(axis=0), y[rows].max(axis=0), own))
+        label = (f"the local cloaking of avatar region {r} of {count} ({near.size:,} "
+                 f"originals against {rows.size:,} avatars)")  # fmt: skip
+        ranks.append((near.size, (label, add_counts(near), rank_region,
+                                  (y[rows], rows, x[near], near, own[near]))))  # fmt: skip
+    first_round = tasks.start(first_round)  # first: it bounds the second round
+    ranks.sort(key=lambda sized: -sized[0])  # the longest first
+    rest = tasks.start([task for _, task in ranks])
+    tasks.merge(first_round)
+    # each avatar's second smallest so far bounds its second closest: it is queried against
+    # every other region of originals within that bound
+    region_of = np.empty(n, np.int64)
+    for r, rows in enumerate(by_originals):
+        region_of[rows] = r
+    second_round = []
+    for r, rows in enumerate(by_originals):
+        beyond = _beyond(y, x[rows].min(axis=0), x[rows].max(axis=0), second)
+        queries = np.flatnonzero(~beyond & (region_of != r))
+        if queries.size:
+            label = (f"the closest originals of original region {r} of {count} for "
+                     f"{queries.size:,} avatars of other regions")  # fmt: skip
+            second_round.append((label, keep_two_smallest(queries), nearest_two,
+                                 (y[queries], x[rows]), False))  # fmt: skip
+    tasks.merge(rest + tasks.start(second_round))
+    return host_ranks(CPU, own, cloaking, hidden, first, second)
+
+
+def _two_smallest(first_a, second_a, first_b, second_b):
+    """The two smallest values of two ordered pairs (of disjoint sets of originals)."""
+    return np.minimum(first_a, first_b), np.minimum(
+        np.maximum(first_a, first_b), np.minimum(second_a, second_b)
+    )
 
 
 def privacy_metrics(
@@ -132,13 +253,14 @@ def privacy_metrics(
     client: Any = None,
     types: Mapping[Any, str] | None = None,
     backend: str | Backend = "auto",
-    block_rows: int | None = None,
+    region_rows: int | None = None,
     **settings: Any,
 ) -> PrivacyMetrics:
     """``ga.privacy_metrics`` (same options, same values) with the distance-rank reduction
-    run as Dask tasks on ``client`` (None: a LocalCluster for the call). The metric projection
-    and the other metrics run on the driver; ``block_rows`` originals per task (default: four
-    blocks per worker); ``backend`` is resolved on the driver and inside every task."""
+    run as Dask tasks on ``client`` (None: a LocalCluster for the call), over regions of at
+    most ``region_rows`` rows (default: a few regions per worker). The metric projection and
+    the other metrics run on the driver; ``backend`` is resolved on the driver and inside
+    every task."""
     options = metric_options(options, **settings)
     resolved = resolve_backend(backend)
     task_backend = backend.name if isinstance(backend, Backend) else backend
@@ -149,7 +271,7 @@ def privacy_metrics(
                 driver_backend.to_numpy(x),
                 driver_backend.to_numpy(y),
                 client=active,
-                block_rows=block_rows,
+                region_rows=region_rows,
                 backend=task_backend,
             )
 

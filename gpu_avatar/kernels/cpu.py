@@ -34,6 +34,18 @@ def distance_ranks(backend, x, y, own):
     return ranks.distance_ranks(x, y, own)
 
 
+def ranks_among(backend, y, avatar_ids, x, original_ids, own):
+    """``(cloaking, hidden)`` of the originals against the avatars given alone, rows carrying
+    caller indices (``ranks.ranks_among``)."""
+    return ranks.ranks_among(y, avatar_ids, x, original_ids, own)
+
+
+def two_nearest(backend, queries, references, aligned: bool = False):
+    """``(first, second)``: each query's two smallest squared distances to the references
+    (``ranks.two_nearest``)."""
+    return ranks.two_nearest(queries, references, aligned)
+
+
 def nearest_reference(backend, queries, references):
     """``(index, squared)`` of each query's nearest reference, the lowest index among equally
     near ones (``ranks.nearest_reference``)."""

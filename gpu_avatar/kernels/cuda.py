@@ -254,20 +254,45 @@ def distance_ranks(backend, x, y, own):
     """``(cloaking, hidden, first, second)`` on the device, as ``cpu.distance_ranks``:
     per original, the local-cloaking count and hidden flag; per avatar, its two smallest
     squared distances to the originals."""
+    ids = np.arange(own.shape[0])
+    return (*ranks_among(backend, y, ids, x, ids, own),
+            *two_nearest(backend, y, x, aligned=True))  # fmt: skip
+
+
+def ranks_among(backend, y, avatar_ids, x, original_ids, own):
+    """``(cloaking, hidden)`` of the originals against the avatars given alone, on the device,
+    as ``cpu.ranks_among`` (caller indices ``avatar_ids`` and ``original_ids`` on the host)."""
     xp = backend.xp
-    n = x.shape[0]
-    avatars, originals = DeviceTree(backend, y), DeviceTree(backend, x)
-    # originals queried in their own avatars' stored order (x_i lies near y_i), and back
-    cloaking = xp.empty(n, dtype=xp.int64)
-    hidden = xp.empty(n, dtype=xp.bool_)
-    _launch(backend, _rank_kernel, n, *avatars.arrays, avatars.in_leaf_order(x),
-            avatars.in_leaf_order(own), cloaking, hidden)  # fmt: skip
+    host, order, rows = ranks.walk_rows(
+        KDTree.build(backend.to_numpy(y)), avatar_ids, original_ids,
+        lambda positions: backend.to_numpy(x[backend.asarray(positions)]),
+    )
+    points, _, *nodes = (backend.asarray(a) for a in host.walk())
+    rows = backend.asarray(rows)
+    x_rows, own_rows = ranks.walk_originals(points, order.size, rows, x, own, xp)
+    cloaking = xp.empty(order.size, dtype=xp.int64)
+    hidden = xp.empty(order.size, dtype=xp.bool_)
+    _launch(backend, _rank_kernel, order.size, points, backend.asarray(order), *nodes, x_rows,
+            own_rows, cloaking, hidden)  # fmt: skip
+    return cloaking[rows], hidden[rows]
+
+
+def two_nearest(backend, queries, references, aligned: bool = False):
+    """``(first, second)`` of ``cpu.two_nearest`` on the device; ``aligned``: the queries run
+    in the references' leaf order (query i lies near reference i)."""
+    xp = backend.xp
+    tree = DeviceTree(backend, references)
+    if aligned:
+        queries = tree.in_leaf_order(queries)
+    queries = xp.ascontiguousarray(queries, dtype=xp.float64)
+    n = queries.shape[0]
     first = xp.empty(n, dtype=xp.float64)
     second = xp.empty(n, dtype=xp.float64)
-    _launch(backend, _two_nearest_kernel, n, *originals.arrays, originals.in_leaf_order(y),
-            first, second, xp.empty(n, dtype=xp.int64))  # fmt: skip
-    return (avatars.to_caller_order(cloaking), avatars.to_caller_order(hidden),
-            originals.to_caller_order(first), originals.to_caller_order(second))  # fmt: skip
+    _launch(backend, _two_nearest_kernel, n, *tree.arrays, queries, first, second,
+            xp.empty(n, dtype=xp.int64))  # fmt: skip
+    if aligned:
+        return tree.to_caller_order(first), tree.to_caller_order(second)
+    return first, second
 
 
 def nearest_reference(backend, queries, references):

@@ -15,6 +15,8 @@ per dimension up to ``SLOT_DIMENSIONS`` (its leaf slots are one array per dimens
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numba import get_num_threads, njit, prange
 
@@ -52,23 +54,82 @@ def _block_order(n: int, block: int = _BLOCK) -> np.ndarray:
 def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     """``(cloaking, hidden, first, second)`` for originals ``x`` and row-aligned avatars
     ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
-    avatars, originals = KDTree.build(y), KDTree.build(x)
-    # Each original is queried in its own avatar's row order (x_i lies near y_i), and back:
-    # neighbouring queries then visit the same nodes.
-    x_rows = host_array(x[avatars.order], np.float64)
-    y_rows = host_array(y[originals.order], np.float64)
-    block = _rank_block(own.size)
+    ids = np.arange(own.size)
+    return (*ranks_among(y, ids, x, ids, own), *two_nearest(y, x, aligned=True))
+
+
+def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.ndarray):
+    """``(cloaking, hidden)`` of the originals ``x`` (own squared distances ``own``) against
+    the avatars ``y`` alone, so that counts over disjoint sets of avatars add up and flags OR
+    (``ga.distributed``). Rows carry caller indices, ``avatar_ids`` strictly ascending and
+    ``original_ids`` distinct: an original's own avatar is the avatar of the same index, when
+    given, and ties are decided by these indices, as over all avatars."""
+    x = host_array(x, np.float64)
+    avatars, order, rows = walk_rows(KDTree.build(y), avatar_ids, original_ids,
+                                     lambda positions: x[positions])  # fmt: skip
+    x_rows, own_rows = walk_originals(avatars.points, order.size, rows, x, own, np)
+    block = _rank_block(order.size)
     if x.shape[1] <= SLOT_DIMENSIONS:
         slots = avatars.leaf_slots()
     else:  # no slots: leaves scanned row by row
         slots = ((), np.empty(0, np.int64), np.empty(0, np.int64))
+    points, _, *nodes = avatars.walk()
     with LOCK:
-        cloaking, hidden = _ranks(*avatars.walk(), *slots, x_rows,
-                                  host_array(own[avatars.order], np.float64),
-                                  _block_order(own.size, block),
-                                  block)  # fmt: skip
-        first, second, _ = _two_nearest(*originals.walk(), y_rows, _block_order(own.size))
-    return (*avatars.unsort(cloaking, hidden), *originals.unsort(first, second))
+        cloaking, hidden = _ranks(points, order, *nodes, *slots, x_rows, own_rows,
+                                  _block_order(order.size, block), block)  # fmt: skip
+    return cloaking[rows], hidden[rows]
+
+
+def walk_rows(avatars: KDTree, avatar_ids, original_ids, coordinates):
+    """How the rank walk takes the originals: the original of walk row p < len(avatars) has
+    its own avatar at the tree's stored row p (``rank_visit``). Returns the avatar tree with
+    the caller indices ``avatar_ids`` in its ``order`` and ``low_index``, the caller index of
+    every walk row, and each original's walk row. A stored row whose original is not given
+    holds none (``walk_originals``); the originals whose own avatar is not given follow, in the
+    leaf order of a tree of their own (``coordinates(positions)``: their host coordinates), so
+    that the originals sharing a walk are near one another."""
+    avatar_ids = np.asarray(avatar_ids, np.int64)
+    original_ids = np.asarray(original_ids, np.int64)
+    n = avatar_ids.size
+    if np.any(avatar_ids[1:] <= avatar_ids[:-1]):
+        raise ValueError("avatar_ids must be strictly ascending: sort the avatars by index")
+    if np.unique(original_ids).size != original_ids.size:
+        raise ValueError("original_ids must be distinct: give each original once")
+    labelled = replace(avatars, order=avatar_ids[avatars.order],
+                       low_index=avatar_ids[avatars.low_index])  # fmt: skip
+    stored = np.empty(n, np.int64)
+    stored[avatars.order] = np.arange(n)
+    at = np.minimum(np.searchsorted(avatar_ids, original_ids), n - 1)
+    given = avatar_ids[at] == original_ids
+    rows = np.empty(original_ids.size, np.int64)
+    rows[given] = stored[at[given]]
+    others = np.flatnonzero(~given)
+    if others.size:
+        others = others[KDTree.build(coordinates(others)).order]
+    rows[others] = n + np.arange(others.size)
+    return labelled, np.concatenate([labelled.order, original_ids[others]]), rows
+
+
+def walk_originals(points, size: int, rows, x, own, xp):
+    """The ``size`` walk rows of the originals ``x`` placed at ``rows`` (``walk_rows``), and
+    their own squared distances: NaN where a row holds no original, which counts nothing; such
+    a row takes the coordinates of the avatar stored there (any finite point would do)."""
+    x_rows = xp.concatenate([points, xp.zeros((size - points.shape[0], points.shape[1]))])
+    x_rows[rows] = x
+    own_rows = xp.full(size, xp.nan)
+    own_rows[rows] = own
+    return x_rows, own_rows
+
+
+def two_nearest(queries: np.ndarray, references: np.ndarray, aligned: bool = False):
+    """``(first, second)``: each query's two smallest squared distances to the references
+    (``two_nearest_query``). ``aligned``: query i lies near reference i (an avatar and its
+    original), so the queries are walked in the references' leaf order."""
+    tree = KDTree.build(references)
+    queries = host_array(queries[tree.order] if aligned else queries, np.float64)
+    with LOCK:
+        first, second, _ = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
+    return tree.unsort(first, second) if aligned else (first, second)
 
 
 def nearest_reference(queries: np.ndarray, references: np.ndarray):

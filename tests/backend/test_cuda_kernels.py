@@ -49,6 +49,39 @@ def test_rank_kernels_equal_the_cpu_walk(gpu, name, leaf_size):
         np.testing.assert_array_equal(gpu.to_numpy(value), reference, err_msg=label)
 
 
+@pytest.mark.parametrize("name", POINT_SETS)
+def test_rank_kernels_over_parts_add_up_to_the_whole(gpu, name):
+    """Avatars in disjoint parts, all originals (in any order) against each: counts add up,
+    flags OR and the two smallest values merge to those of the whole walk, on both drivers."""
+    x = _points(name, 120)
+    rng = np.random.default_rng(3)
+    y = x[rng.permutation(len(x))]
+    own = rowwise_squared(x, y, np)
+    cloaking, hidden = np.zeros(len(x), np.int64), np.zeros(len(x), bool)
+    smallest = np.full((2, len(x)), np.inf)
+    for part in np.array_split(rng.permutation(len(x)), 3):
+        avatar_ids, original_ids = np.sort(part), rng.permutation(len(x))
+        args = y[avatar_ids], avatar_ids, x[original_ids], original_ids, own[original_ids]
+        counts, flags = ranks.ranks_among(*args)
+        on_device = cuda_kernels.ranks_among(gpu, gpu.asarray(args[0]), avatar_ids,
+                                             gpu.asarray(args[2]), original_ids,
+                                             gpu.asarray(args[4]))  # fmt: skip
+        np.testing.assert_array_equal(gpu.to_numpy(on_device[0]), counts)
+        np.testing.assert_array_equal(gpu.to_numpy(on_device[1]), flags)
+        cloaking[original_ids] += counts
+        hidden[original_ids] |= flags
+        two = ranks.two_nearest(y, x[part])  # every avatar against a part of the originals
+        on_device = cuda_kernels.two_nearest(gpu, gpu.asarray(y), gpu.asarray(x[part]))
+        for value, reference in zip(on_device, two, strict=True):
+            np.testing.assert_array_equal(gpu.to_numpy(value), reference)
+        smallest = np.sort(np.vstack([smallest, two]), axis=0)[:2]
+    labels = ("cloaking", "hidden", "first", "second")
+    merged = (cloaking, hidden, *smallest)
+    for label, value, reference in zip(labels, merged, ranks.distance_ranks(x, y, own),
+                                       strict=True):  # fmt: skip
+        np.testing.assert_array_equal(value, reference, err_msg=label)
+
+
 @pytest.mark.parametrize("k", [1, 7, 20])
 @pytest.mark.parametrize("name", POINT_SETS)
 def test_knn_kernel_equals_the_cpu_walk(gpu, name, k):
