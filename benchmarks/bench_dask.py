@@ -42,7 +42,6 @@ Run from the repository root with the project's virtualenv:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shutil
 import tempfile
 import threading
@@ -56,6 +55,8 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 from _common import environment_lines, make_mixed_table, markdown_table, text_table
+from bench_dask_metrics import HEADERS as METRIC_HEADERS
+from bench_dask_metrics import measure as measure_metrics
 
 import gpu_avatar as ga
 
@@ -215,34 +216,6 @@ def task_seconds(stream: list[dict]) -> dict[str, float]:
     return steps
 
 
-def compare_metrics(n_rows: int, args: argparse.Namespace, client: Any) -> list[list[str]]:
-    """``ga.privacy_metrics`` against ``ga.distributed.privacy_metrics`` on one avatarization."""
-    df = make_rows(n_rows, args.seed)
-    result = ga.avatarize(df, k=args.k, seed=args.seed, types=TYPES, backend="cpu")
-    avatars = result.sensitive_unshuffled_avatars
-    rows, values = [], []
-    for name, call in [
-        ("ga.privacy_metrics (driver, numba on 2 cores)",
-         lambda: ga.privacy_metrics(df, avatars, types=TYPES, backend="cpu")),
-        (f"ga.distributed.privacy_metrics ({args.workers} workers)",
-         lambda: ga.distributed.privacy_metrics(df, avatars, client=client, types=TYPES,
-                                                backend="cpu")),
-    ]:
-        tick = time.perf_counter()
-        values.append(call())
-        rows.append([f"{n_rows:,}", name, f"{time.perf_counter() - tick:.2f}"])
-    same = "yes" if same_metrics(*values) else "NO"
-    return [row + [same] for row in rows]
-
-
-def same_metrics(first: Any, second: Any) -> bool:
-    return all(
-        np.array_equal(np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind == "f")
-        if not isinstance(a, dict) else a == b
-        for a, b in ((getattr(first, f.name), getattr(second, f.name))
-                     for f in dataclasses.fields(first) if f.compare))
-
-
 # ---------------------------------------------------------------------------- tables
 def result_rows(n_rows: int, runs: dict[str, dict], workers: int) -> list[list[str]]:
     rows = []
@@ -358,7 +331,7 @@ def main() -> None:
                 results += result_rows(n_rows, runs, args.workers)
                 projections.append((n_rows, projection_rows(n_rows, runs["dask"], args.workers)))
             if args.metrics_rows:
-                metric_rows = compare_metrics(args.metrics_rows, args, client)
+                metric_rows = measure_metrics(args.metrics_rows, client, repeat=1)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -370,8 +343,8 @@ def main() -> None:
     tables += [(f"Projection from the {n:,}-row run. {ASSUMPTIONS}", PROJECTION_HEADERS, rows)
                for n, rows in projections]
     if metric_rows:
-        tables.append(("Privacy metrics of one in-memory avatarization (seconds)",
-                       ["rows", "engine", "seconds", "same values"], metric_rows))
+        tables.append(("Exact privacy metrics of one avatarization, in memory and on the "
+                       "cluster (bench_dask_metrics.py)", METRIC_HEADERS, metric_rows))
     for caption, headers, rows in tables:
         print(f"\n{caption}\n\n{text_table(headers, rows)}")
     if args.markdown:

@@ -47,6 +47,14 @@ def source(tmp_path_factory):
     return write_parts(mixed_table(1200, seed=3), folder, 3)
 
 
+def assert_same_metrics(spread, local) -> None:
+    """The same privacy metrics, per individual too, bit for bit."""
+    pd.testing.assert_frame_equal(spread.to_frame(), local.to_frame())
+    for name in ("local_cloaking_per_individual", "hidden_per_individual",
+                 "distance_to_closest_per_avatar", "closest_distances_ratio_per_avatar"):
+        np.testing.assert_array_equal(getattr(spread, name), getattr(local, name))
+
+
 SETTINGS = dict(k=8, batch_size=400, seed=21, types=MIXED_TYPES, backend="cpu")
 
 
@@ -110,14 +118,7 @@ def test_privacy_metrics_equal_the_local_ones(client, aids):  # noqa: F811
     spread = ga.distributed.privacy_metrics(
         df, result.sensitive_unshuffled_avatars, client=client, region_rows=500, **options
     )
-    pd.testing.assert_frame_equal(spread.to_frame(), local.to_frame())
-    for name in (
-        "local_cloaking_per_individual",
-        "hidden_per_individual",
-        "distance_to_closest_per_avatar",
-        "closest_distances_ratio_per_avatar",
-    ):
-        np.testing.assert_array_equal(getattr(spread, name), getattr(local, name))
+    assert_same_metrics(spread, local)
     assert spread.inference_categorical == local.inference_categorical is not None
 
 
@@ -182,14 +183,7 @@ def test_privacy_metrics_at_50000_rows_equal_and_cost_like_the_local_ones(client
         start = time.perf_counter()
         spread = ga.distributed.privacy_metrics(df, avatars, client=client, types=MIXED_TYPES)
         seconds["dask"].append(time.perf_counter() - start)
-    pd.testing.assert_frame_equal(spread.to_frame(), local.to_frame())
-    for name in (
-        "local_cloaking_per_individual",
-        "hidden_per_individual",
-        "distance_to_closest_per_avatar",
-        "closest_distances_ratio_per_avatar",
-    ):
-        np.testing.assert_array_equal(getattr(spread, name), getattr(local, name))
+    assert_same_metrics(spread, local)
     assert min(seconds["dask"]) <= 3 * min(seconds["local"]), seconds
 
 
