@@ -30,27 +30,29 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
-from ..errors import AvatarError
+from ..errors import AvatarError, import_extra
 from ..parameters import AvatarParameters, avatar_parameters
 from ..progress import ProgressLike
 from ..streaming.run import (
+    MANIFEST,
     SOURCE,
+    SUCCESS,
     BatchContext,
     BatchTask,
     ParquetAvatarization,
     avatarize_parquet,
     batch_error,
     fit_context,
+    fit_error,
     process_batch,
 )
 from ..streaming.source import open_source
 from ..streaming.store import Store
 from .cluster import client_for, distributed_module, failure_text, on_worker, task_resources
 
-MANIFEST_OF_SOURCE = "_COMPLETE"  # the dask.dataframe source is whole (a resume reuses it)
+SOURCE_WRITTEN = "_WRITTEN"  # the dask.dataframe source is whole: its token (a resume reuses it)
 
 
 class DaskScheduler:
@@ -58,13 +60,15 @@ class DaskScheduler:
 
     name = "dask"
 
-    def __init__(self, client: Any, gpu: bool = False, retries: int = 2) -> None:
+    def __init__(self, client: Any, backend: str = "auto", retries: int = 2,
+                 written_source: bool = False) -> None:
         self.client = client
         self.retries = retries
-        self.resources = task_resources(client, gpu)
+        self.resources = task_resources(client, backend)
+        self.written_source = written_source  # the source is <destination>/_source, ours
         self.run = uuid.uuid4().hex[:12]
         self.maps = 0  # keys stay unique over the calls of ``map``
-        self.location = ""  # the destination, once known
+        self.location, self.first = "", None  # the destination and batch 0, once known
 
     def _submit(self, key: str, function: Callable, *arguments: Any, resources=None):
         return self.client.submit(on_worker, function, *arguments, key=f"gpu-avatar-{key}-"
@@ -72,11 +76,15 @@ class DaskScheduler:
                                   resources=resources)
 
     def map(self, function: Callable, items: list, *arguments: Any) -> list:
-        """``[function(item, *arguments)]``, one task per item, in order."""
+        """``[function(item, *arguments)]``, one task per item, in order; the ``arguments``
+        travel once, as graph keys of their own (recomputed where lost), not with every task."""
         distributed = distributed_module()
         step = getattr(function, "__name__", "task").strip("_").replace("_", "-")
         self.maps += 1
-        futures = [self._submit(f"{step}-{self.maps}-{i:05d}", partial(function, item, *arguments))
+        shared = [self.client.submit(_value, argument, key=f"gpu-avatar-{step}-{self.maps}-"
+                                     f"argument-{j}-{self.run}", pure=False)
+                  for j, argument in enumerate(arguments)]
+        futures = [self._submit(f"{step}-{self.maps}-{i:05d}", function, item, *shared)
                    for i, item in enumerate(items)]
         try:
             return self.client.gather(futures)
@@ -86,12 +94,12 @@ class DaskScheduler:
                 "their memory limit: give the workers more memory"
             ) from error
         finally:
-            self.client.cancel(futures)
+            self.client.cancel([*futures, *shared])
 
     def fit(self, task: BatchTask, context: BatchContext, parameters: AvatarParameters,
             groups: Mapping | None):
         """The fitted context as a future: a graph key, recomputed wherever it is lost."""
-        self.location = context.store.location  # for the batches' errors
+        self.location, self.first = context.store.location, task  # for the errors
         return self._submit("model", fit_context, task, context, parameters, groups,
                             resources=self.resources)
 
@@ -107,29 +115,52 @@ class DaskScheduler:
                 task = futures[future]
                 try:
                     summary = future.result()
-                except distributed.KilledWorker as error:
-                    raise batch_error(task, error, self.location, hint=(
-                        "its workers kept dying, most often over their memory limit: pass "
-                        f"batch_size={max(1, task.rows // 2):,} (half of this batch) or give "
-                        "the workers more memory")) from error
                 except Exception as error:
-                    raise batch_error(task, error, self.location) from error
+                    raise self._error(task, context, error) from error
                 done(task, summary)
                 future.release()
         finally:
             self.client.cancel([*futures, context])
 
 
-def _written_source(frame: Any, destination: str, storage_options: Mapping | None) -> str:
-    """A ``dask.dataframe`` written by the workers as Parquet into the destination."""
-    store = Store.open(destination, storage_options)
+    def _error(self, task: BatchTask, context: Any, error: BaseException) -> AvatarError:
+        """A failed batch, or the fit it waited for, said with how to finish the run."""
+        if context.status == "error":
+            task, error, report = self.first, context.exception(), fit_error
+        else:
+            report = batch_error
+        killed = distributed_module().KilledWorker
+        hint = ("its workers kept dying, most often over their memory limit"
+                if isinstance(error, killed) else None)
+        return report(task, error, self.location, hint)
+
+
+def _value(value: Any) -> Any:
+    return value
+
+
+def _written_source(frame: Any, store: Store, storage_options: Mapping | None,
+                    resume: bool) -> str:
+    """A ``dask.dataframe`` written by the workers as Parquet into ``<destination>/_source``
+    (its files named in partition order), or the one a run to resume wrote there."""
+    dask = import_extra("dask", "dask", "gpu_avatar.distributed")
+    token = dask.base.tokenize(frame)
     url = store.fs.unstrip_protocol(store.path(SOURCE))
-    if store.exists(SOURCE, MANIFEST_OF_SOURCE):
-        return url  # a resumed run: the same rows as before
-    store.remove(SOURCE)
+    if store.exists(SUCCESS):
+        raise AvatarError(f"{store.location} holds a finished run already: read it, or give a "
+                          "new destination")
+    if resume and store.exists(SOURCE, SOURCE_WRITTEN):
+        if store.read_text(SOURCE, SOURCE_WRITTEN) != token:
+            raise AvatarError(
+                f"{store.location} holds the unfinished run of another dask.dataframe: pass "
+                "the same frame (same graph) to resume it, or give a new destination")
+        return url
+    if store.listdir():
+        raise AvatarError(f"the destination {store.location} is not empty; give an empty or new "
+                          "folder" + ("" if resume else ", or resume=True to finish a run there"))
     frame.to_parquet(url, storage_options=dict(storage_options or {}) or None,
-                     write_index=False)
-    store.write_text("", SOURCE, MANIFEST_OF_SOURCE)
+                     write_index=False, name_function=lambda i: f"part.{i:08d}.parquet")
+    store.write_text(token, SOURCE, SOURCE_WRITTEN)
     return url
 
 
@@ -178,22 +209,23 @@ def avatarize(
     with client_for(client) as active:
         for location in ([] if frame is not None else [source]) + [destination]:
             _refuse_process_local(location, storage_options, active)
+        scheduler = DaskScheduler(active, parameters.backend, retries, frame is not None)
+        store = Store.open(destination, storage_options)
         if frame is not None:
-            store = Store.open(destination, storage_options)
-            if not resume and store.listdir():
-                raise AvatarError(f"the destination {destination} is not empty; give an "
-                                  "empty or new folder, or resume=True to finish a run there")
-            source = _written_source(frame, str(destination), storage_options)
-        scheduler = DaskScheduler(active, gpu=parameters.backend == "gpu", retries=retries)
-        result = avatarize_parquet(
-            source,
-            destination,
-            parameters=parameters,
-            metrics=metrics,
-            resume=resume,
-            progress=progress,
-            rules=rules,
-            storage_options=storage_options,
-            scheduler=scheduler,
-        )
-        return result
+            source = _written_source(frame, store, storage_options, resume)
+        try:
+            return avatarize_parquet(
+                source,
+                destination,
+                parameters=parameters,
+                metrics=metrics,
+                resume=resume,
+                progress=progress,
+                rules=rules,
+                storage_options=storage_options,
+                scheduler=scheduler,
+            )
+        except BaseException:
+            if frame is not None and not store.exists(MANIFEST):  # no run to resume: no rows
+                store.remove(SOURCE)
+            raise

@@ -65,12 +65,16 @@ def on_worker(function: Callable, *arguments: Any) -> Any:
         numba.set_num_threads(before)
 
 
-def task_resources(client: Any, gpu: bool) -> dict[str, int] | None:
-    """``{"GPU": 1}`` for GPU tasks, once checked that some worker declares it."""
-    if not gpu:
+def task_resources(client: Any, backend: str) -> dict[str, int] | None:
+    """``{"GPU": 1}`` for the tasks of ``backend="gpu"`` (refused when no worker declares a
+    GPU), and of ``"auto"`` where workers declare GPUs; None for the CPU."""
+    if backend == "cpu":
         return None
     workers = client.scheduler_info().get("workers", {}).values()
-    if not any(w.get("resources", {}).get(GPU) for w in workers):
+    declared = any(w.get("resources", {}).get(GPU) for w in workers)
+    if backend == "auto":
+        return {GPU: 1} if declared else None
+    if not declared:
         raise AvatarError(
             "backend='gpu' on Dask needs workers declaring one GPU each: start them with "
             "ga.distributed.gpu_cluster() (dask_cuda.LocalCUDACluster(resources={'GPU': 1})), "

@@ -20,18 +20,9 @@ left out is thus provably beyond the radius, ties included, and the values are b
 those of ``reductions.distance_ranks``.
 
 ``client=None`` starts a ``distributed.LocalCluster`` (one single-threaded worker per core) for
-the call. GPUs: one worker per GPU with ``dask_cuda`` and ``backend="gpu"``, the same code::
-
-    from dask_cuda import LocalCUDACluster
-    from distributed import Client
-    import gpu_avatar as ga
-
-    with LocalCUDACluster() as cluster, Client(cluster) as client:
-        ga.distributed.avatarize("visits/", "avatars/", client=client, k=20,
-                                 batch_size=2_000_000, backend="gpu")
-
-(the model is fitted on the driver's GPU and travels to each worker's own GPU). Needs
-``pip install 'gpu_avatar[dask]'``.
+the call. Each task's inputs travel in its own graph (a task lost with its worker runs again,
+``RETRIES`` times); a GPU backend's tasks ask for a worker's ``GPU`` resource
+(``cluster.task_resources``). Needs ``pip install 'gpu_avatar[dask]'``.
 """
 
 from __future__ import annotations
@@ -49,7 +40,9 @@ from ..metrics.privacy import privacy_metrics as local_privacy_metrics
 from ..metrics.reductions import DistanceRanks, host_ranks
 from ..neighbours.distances import rowwise_squared
 from ..parameters import MetricOptions, metric_options
-from .cluster import client_for, distributed_module, failure_text, on_worker
+from .cluster import client_for, distributed_module, failure_text, on_worker, task_resources
+
+RETRIES = 2  # a region's task run again after a failure (a lost worker)
 
 REGIONS_PER_WORKER = 4  # enough to balance the regions' unequal costs
 
@@ -106,35 +99,27 @@ def nearest_two(queries, references, aligned: bool, backend: str):
     return backend_.to_numpy(first), backend_.to_numpy(second)
 
 
-def _region_task(function, data: tuple, *extra):
-    """``function(*data, *extra)`` on its worker (``data``: its shipped inputs)."""
-    return on_worker(function, *data, *extra)
-
-
 class _Tasks:
-    """The tasks of one reduction. ``start`` ships a batch of tasks' inputs in one scatter,
-    each task's to one worker (round robin), where it runs; ``merge`` waits for tasks, handing
+    """The tasks of one reduction. ``start`` submits a batch of tasks, each with its inputs
+    (recomputable where a worker is lost); ``merge`` waits for tasks, handing
     each result to its merge function as it finishes and naming the task that failed;
     ``cancel`` releases them all."""
 
     def __init__(self, client: Any, backend: str) -> None:
         self.client, self.backend = client, backend
-        workers = client.scheduler_info().get("workers", {}).values()
-        self.worker_count = len(workers)
+        self.worker_count = len(client.scheduler_info().get("workers", {}))
+        self.resources = task_resources(client, backend)
         self.labels: dict = {}
-        self.shipped: list = []
 
     def start(self, batch: list) -> list:
         """``merge(*function(*data, *extra, backend))`` for each ``(label, merge, function,
         data, *extra)`` of ``batch``, once ``merge`` waits for it."""
         if not batch:
             return []
-        shipped = self.client.scatter([data for _, _, _, data, *_ in batch], hash=False)
-        self.shipped += shipped
         futures = []
-        for (label, merge, function, _, *extra), data in zip(batch, shipped, strict=True):
-            future = self.client.submit(_region_task, function, data, *extra, self.backend,
-                                        pure=False)
+        for label, merge, function, data, *extra in batch:
+            future = self.client.submit(on_worker, function, *data, *extra, self.backend,
+                                        pure=False, retries=RETRIES, resources=self.resources)
             self.labels[future] = label, merge
             futures.append(future)
         return futures
@@ -149,7 +134,7 @@ class _Tasks:
             merge(*result)
 
     def cancel(self) -> None:
-        self.client.cancel([*self.labels, *self.shipped])
+        self.client.cancel(list(self.labels))
 
 
 def distance_ranks(

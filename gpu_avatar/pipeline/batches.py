@@ -190,9 +190,10 @@ class BatchPlan:
     """``split_plan`` row by row: the batch and the position in it of any row, from its id and
     its rank, knowing only the covering rows (a few per modality) and the batch sizes."""
 
-    def __init__(self, n: int, batch_size: int, covering_ranks: np.ndarray,
+    def __init__(self, n: int, batch_size: int, covering_ranks: np.ndarray | None,
                  sequence: np.random.SeedSequence) -> None:
-        self.covering_ranks = np.unique(np.asarray(covering_ranks, dtype=np.int64))
+        self.covering_ranks = np.unique(np.asarray(
+            [] if covering_ranks is None else covering_ranks, dtype=np.int64))
         check_covering(self.covering_ranks.size, batch_size)
         self.sizes = batch_sizes(n, batch_size)
         self.covering_rows = np.sort(plan_rows(self.covering_ranks, n, sequence))
@@ -201,12 +202,13 @@ class BatchPlan:
     def locate(self, rows: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(batch, position in the batch) of each row of ids ``rows`` and plan ``ranks``."""
         covered = np.isin(rows, self.covering_rows)
-        rest = ranks - np.searchsorted(self.covering_ranks, ranks)  # position among the rest
-        batch = np.searchsorted(self.cuts, rest, side="right")
+        batch = np.zeros(rows.size, dtype=np.int64)
+        slot = np.searchsorted(self.covering_rows, rows)  # right for the covered rows
+        rest = ranks[~covered] - np.searchsorted(self.covering_ranks, ranks[~covered])
+        batch[~covered] = np.searchsorted(self.cuts, rest, side="right")
         starts = np.concatenate([[0], self.cuts[:-1]])
-        slot = rest - starts[batch] + np.where(batch == 0, self.covering_ranks.size, 0)
-        batch[covered] = 0
-        slot[covered] = np.searchsorted(self.covering_rows, rows[covered])
+        slot[~covered] = (rest - starts[batch[~covered]]
+                          + np.where(batch[~covered] == 0, self.covering_ranks.size, 0))
         return batch, slot
 
 

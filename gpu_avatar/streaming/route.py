@@ -1,7 +1,9 @@
 """Pass 2 of a batched streamed run: every partition writes its rows, batch by batch, into the
-spill folder of each batch (``_spill/batch-<b>/part-<p>.parquet``), with their positions in
-the batch; a batch then reads its folder. Each partition is one task (a Dask shuffle through
-the destination's file system): the driver never holds the rows."""
+spill folder of each batch (``_spill/<route id>/batch-<b>/part-<p>-<f>.parquet``), with their
+positions in the batch; a batch then reads its folder. The route's id (kept by a resumed run
+whose spill is whole) keeps a task left over from another run out of this one's folders.
+Each partition is one task (a Dask shuffle through the destination's file system): the driver
+never holds the rows."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def piece_name(partition: int, flush: int) -> str:
 
 
 def route_partition(partition: Partition, source: ParquetSource, plan: StreamPlan,
-                    store: Store) -> int:
+                    store: Store, spill: str) -> int:
     """Write ``partition``'s rows to the spill folders of their batches, ``partition_rows``
     rows held at most (a row group may be larger); returns its rows. A task run again (a
     retry, a resumed run) writes the same files again."""
@@ -37,7 +39,7 @@ def route_partition(partition: Partition, source: ParquetSource, plan: StreamPla
 
     def flush() -> None:
         for batch, tables in pieces.items():
-            names = SPILL, spill_folder(batch), piece_name(partition.index, flushes)
+            names = SPILL, spill, spill_folder(batch), piece_name(partition.index, flushes)
             with store.writing(*names) as temporary:
                 pq.write_table(pa.concat_tables(tables), temporary, filesystem=filesystem)
         pieces.clear()
@@ -61,25 +63,25 @@ def route_partition(partition: Partition, source: ParquetSource, plan: StreamPla
     return partition.rows
 
 
-def read_spill(store: Store, batch: int, schema) -> tuple:
+def read_spill(store: Store, spill: str, batch: int, schema) -> tuple:
     """(table of the batch's rows, their positions in the batch) from its spill folder."""
     pa, pq, _ = _pyarrow()
     filesystem = arrow_filesystem(store.fs)
-    names = [n for n in store.listdir(SPILL, spill_folder(batch)) if n.endswith(".parquet")]
-    tables = [pq.read_table(store.path(SPILL, spill_folder(batch), n), filesystem=filesystem)
-              for n in names]
+    folder = SPILL, spill, spill_folder(batch)
+    tables = [pq.read_table(store.path(*folder, n), filesystem=filesystem)
+              for n in store.listdir(*folder) if n.endswith(".parquet")]
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     slots = table.column(SLOT).to_numpy() if tables else np.zeros(0, np.int64)
     return table.drop_columns([SLOT]).replace_schema_metadata(schema.metadata), slots
 
 
-def spills_intact(store: Store, sizes: list[int]) -> bool:
+def spills_intact(store: Store, spill: str, sizes: list[int]) -> bool:
     """Whether every batch's spill folder is readable and holds its batch's rows."""
     _, pq, _ = _pyarrow()
     filesystem = arrow_filesystem(store.fs)
     try:
         for batch, size in enumerate(sizes):
-            folder = (SPILL, spill_folder(batch))
+            folder = (SPILL, spill, spill_folder(batch))
             rows = sum(pq.read_metadata(store.path(*folder, n), filesystem=filesystem).num_rows
                        for n in store.listdir(*folder) if n.endswith(".parquet"))
             if rows != size:

@@ -89,6 +89,7 @@ class BatchTask:
     sequence: np.random.SeedSequence
     batched: bool  # False: the whole source is the batch
     run: str  # the run's id: its parts are written under _runs/<run>
+    spill: str = ""  # the route's id: its rows are under _spill/<spill>/batch-<batch>
     fresh: dict = field(default_factory=dict)  # fresh identifiers of its positions alone
 
     @property
@@ -114,7 +115,7 @@ def load_batch(task: BatchTask, context: BatchContext) -> pd.DataFrame:
     if not task.batched:
         frame = to_frame(context.source.read_all(), context.dtypes)
     else:
-        table, slots = read_spill(context.store, task.batch, context.source.schema)
+        table, slots = read_spill(context.store, task.spill, task.batch, context.source.schema)
         frame = to_frame(table, context.dtypes)
         in_plan_order = np.empty(slots.size, dtype=np.int64)
         in_plan_order[slots] = np.arange(slots.size)
@@ -216,18 +217,35 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     }
 
 
+def _finish_hint(rows: int, error: BaseException, hint: str | None) -> str:
+    """How to finish the run after ``error`` in a step over ``rows`` rows: out of memory,
+    with the ``batch_size`` to use (a new run: a resumed one keeps its batches)."""
+    if hint is None and isinstance(error, MemoryError):
+        hint = "the process ran out of memory"
+    if hint is None:
+        return "fix the cause and rerun with resume=True to finish the other batches"
+    return (f"{hint}: rerun into a new destination with batch_size={max(1, rows // 2):,} (half "
+            "of this batch; a resumed run keeps its batches), or give it more memory and rerun "
+            "with resume=True")
+
+
 def batch_error(task: BatchTask, error: BaseException, destination: str,
                 hint: str | None = None) -> AvatarError:
-    """The error of a failed batch: which one, why, and how to finish the run (out of
-    memory: with the ``batch_size`` to use)."""
-    if hint is None and isinstance(error, MemoryError):
-        hint = (f"pass batch_size={max(1, task.rows // 2):,} (half of this batch) or give the "
-                "process more memory")
+    """The error of a failed batch: which one, why, and how to finish the run."""
     return AvatarError(
         f"batch {task.batch} (of {task.n_batches}, {task.rows:,} rows) failed: "
         f"{type(error).__name__}: {error}. {destination} is left marked incomplete "
-        f"({INCOMPLETE}); {hint or 'fix the cause'} and rerun with resume=True to finish the "
-        "other batches"
+        f"({INCOMPLETE}); {_finish_hint(task.rows, error, hint)}"
+    )
+
+
+def fit_error(task: BatchTask, error: BaseException, destination: str,
+              hint: str | None = None) -> AvatarError:
+    """The error of the fit on the first batch."""
+    return AvatarError(
+        f"fitting the model on batch 0 ({task.rows:,} rows) failed: {type(error).__name__}: "
+        f"{error}. {destination} is left marked incomplete ({INCOMPLETE}); "
+        f"{_finish_hint(task.rows, error, hint)}"
     )
 
 
@@ -236,11 +254,15 @@ class LocalScheduler:
     """Every task in this process, one after the other."""
 
     name = "local"
+    written_source = False  # the source is the caller's, never removed
     map = staticmethod(map_locally)
 
     def fit(self, task: BatchTask, context: BatchContext, parameters: AvatarParameters,
             groups: Mapping | None) -> BatchContext:
-        return fit_context(task, context, parameters, groups)
+        try:
+            return fit_context(task, context, parameters, groups)
+        except Exception as error:
+            raise fit_error(task, error, context.store.location) from error
 
     def batches(self, tasks: list[BatchTask], context: BatchContext,
                 done: Callable[[BatchTask, dict], None]) -> None:
@@ -305,9 +327,11 @@ class ParquetAvatarization:
 
 
 # ------------------------------------------------------------------------ the run
-def _prepare_destination(store: Store, source: ParquetSource, resume: bool) -> dict | None:
-    """The manifest of the run to resume, or None for a fresh run (checks the folder)."""
-    own_source = source.path.rstrip("/") == store.path(SOURCE)
+def _prepare_destination(store: Store, source: ParquetSource, resume: bool,
+                         written_source: bool) -> dict | None:
+    """The manifest of the run to resume, or None for a fresh run (checks the folder).
+    ``written_source``: the source is ``<destination>/_source``, written there for this run."""
+    own_source = written_source and source.path.rstrip("/") == store.path(SOURCE)
     if store.overlaps(source.fs, source.path) and not own_source:
         raise AvatarError(
             f"the destination {store.location} and the source {source.location} overlap; "
@@ -394,7 +418,7 @@ def avatarize_parquet(
     n = source_.n_rows
     parameters.for_rows(n)
     store = Store.open(destination, storage_options)
-    previous = _prepare_destination(store, source_, resume)
+    previous = _prepare_destination(store, source_, resume, scheduler.written_source)
     if previous is not None and parameters.seed is None:
         parameters = parameters.replace(seed=int(previous["seed"]))
     sequence = seed_sequence(parameters.seed)
@@ -438,7 +462,7 @@ def avatarize_parquet(
     manifest.update(
         scheduler=scheduler.name,
         run=run,
-        routed=bool((previous or {}).get("routed")),
+        spill=(previous or {}).get("spill") or run,
         batches={b: summary for b, summary in done_before.items()
                  if store.exists(summary["part"])},
         complete=False,
@@ -448,9 +472,12 @@ def avatarize_parquet(
     batched = plan.n_batches > 1
     with steps.step("route"):
         tick = time.perf_counter()
-        if batched and not (manifest["routed"] and spills_intact(store, plan.sizes)):
+        manifest["routed"] = bool((previous or {}).get("routed")) and spills_intact(
+            store, manifest["spill"], plan.sizes)
+        if batched and not manifest["routed"]:
             store.remove(SPILL)
-            scheduler.map(route_partition, source_.partitions(), source_, plan, store)
+            manifest["spill"] = run
+            scheduler.map(route_partition, source_.partitions(), source_, plan, store, run)
             manifest["routed"] = True
             _write_json(store, manifest)
         timings["route"] = time.perf_counter() - tick
@@ -464,6 +491,7 @@ def avatarize_parquet(
             sequence=batch_seed(sequence, b) if batched else sequence,
             batched=batched,
             run=run,
+            spill=manifest["spill"],
             fresh=scan.apart.for_positions(offsets[b], offsets[b] + plan.sizes[b]).fresh,
         )
         for b in range(plan.n_batches)
@@ -511,7 +539,7 @@ def avatarize_parquet(
     manifest["batches"] = {str(b): manifest["batches"][str(b)] for b in range(len(tasks))}
     manifest["timings"] = {step: round(seconds, 3) for step, seconds in timings.items()}
     _write_json(store, manifest)
-    for private in (SPILL, RUNS, SOURCE):
+    for private in (SPILL, RUNS, *([SOURCE] if scheduler.written_source else [])):
         store.remove(private)
     store.write_text("", SUCCESS)
     store.remove(INCOMPLETE)

@@ -20,6 +20,7 @@ the rows.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,6 +148,7 @@ class ScanSettings:
     batched: bool
     imputation: str
     rare: RareModalities | None
+    apart: ColumnsApart  # the driver's, empty: a worker needs no pseudonym key to fill a copy
 
 
 @dataclass
@@ -172,8 +174,7 @@ def summarize_partition(partition: Partition, source: ParquetSource, settings: S
     if encoder is None:
         encoder = TableEncoder({c: k for c, k in settings.types.items() if c in settings.read},
                                settings.imputation, rare=settings.rare)
-    apart = ColumnsApart(settings.types, list(source.columns), settings.sequence,
-                         rows=settings.n_rows)
+    apart = copy.deepcopy(settings.apart)
     covering = CoveringScan(settings.read, settings.categorical) if settings.batched else None
     for start, table in source.chunks(partition, settings.read):
         if not table.num_rows:
@@ -220,7 +221,7 @@ def scan_source(
         return scan
     settings = ScanSettings(types, dtypes, read, [c for c in read if kinds[c] == CATEGORICAL],
                             sequence, source.n_rows, batched, imputation,
-                            rare if batched else None)
+                            rare if batched else None, apart)
     summary = mapper(summarize_partition, partitions[:1], source, settings, None)[0]
     for other in mapper(summarize_partition, partitions[1:], source, settings,
                         summary.encoder.blank()):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_streaming import MIXED_TYPES, aids, mixed_table, write_parts  # noqa: F401
+from test_streaming import MIXED_TYPES, aids, mixed_table, sorted_rows, write_parts  # noqa: F401
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
@@ -89,7 +89,7 @@ def test_a_failing_task_names_its_batch(client, source, tmp_path):
 
     def break_batch_2(step, done, total):
         if step == "fit":
-            for piece in (destination / SPILL / spill_folder(2)).iterdir():
+            for piece in destination.glob(f"{SPILL}/*/{spill_folder(2)}/*"):
                 piece.write_bytes(b"broken")
 
     with pytest.raises(AvatarError, match=r"batch 2 \(of 3"):
@@ -308,3 +308,39 @@ def test_gpu_cluster_names_its_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask_cuda", None)
     with pytest.raises(MissingExtraError, match=r"gpu_avatar\[dask-gpu\]"):
         ga.distributed.gpu_cluster()
+
+
+def test_a_dask_dataframe_of_many_partitions_keeps_its_row_order(client, tmp_path):
+    """12 partitions (file names that sort as text would scramble them): the avatars of the
+    in-memory run of the same rows; the originals written into the destination leave with
+    the run, and after a refused start none stay there."""
+    dd = pytest.importorskip("dask.dataframe")
+    df = mixed_table(1200, seed=8)
+    frame = dd.from_pandas(df, npartitions=12)
+    settings = {**SETTINGS, "seed": 4}
+    with pytest.raises(ga.IdentifyingColumnsError):  # "id" undeclared: refused by its rows
+        ga.distributed.avatarize(frame, tmp_path / "refused", client=client,
+                                 **{**settings, "types": {"small": "categorical"}})
+    assert not (tmp_path / "refused" / "_source").exists()
+    result = ga.distributed.avatarize(frame, tmp_path / "out", client=client, **settings)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [*result.parts, "_manifest.json", "_SUCCESS"])
+    memory = ga.avatarize(df, **settings)
+    back = pd.read_parquet(tmp_path / "out")
+    pd.testing.assert_frame_equal(sorted_rows(back, ["id"]), sorted_rows(memory.avatars, ["id"]),
+                                  check_dtype=False)
+    with pytest.raises(AvatarError, match="finished run already"):
+        ga.distributed.avatarize(frame, tmp_path / "out", client=client, resume=True,
+                                 **settings)
+
+
+def test_workers_need_no_pseudonym_key(client, source, tmp_path, monkeypatch):
+    """The workers (started before the key was set) read the values; only the driver draws
+    the keyed pseudonyms."""
+    monkeypatch.setenv("GA_DASK_TEST_KEY", "k" * 40)
+    types = {**MIXED_TYPES, "id": ga.Pseudonym("hmac", key_env="GA_DASK_TEST_KEY")}
+    result = ga.distributed.avatarize(source, tmp_path / "out", client=client,
+                                      **{**SETTINGS, "types": types})
+    released = pd.read_parquet(tmp_path / "out")["id"]
+    assert released.notna().all() and len(result.parts) == 3
+    assert not released.astype(str).isin(pd.read_parquet(source)["id"].astype(str)).any()
