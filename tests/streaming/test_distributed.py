@@ -344,3 +344,19 @@ def test_workers_need_no_pseudonym_key(client, source, tmp_path, monkeypatch):
     released = pd.read_parquet(tmp_path / "out")["id"]
     assert released.notna().all() and len(result.parts) == 3
     assert not released.astype(str).isin(pd.read_parquet(source)["id"].astype(str)).any()
+
+
+@pytest.mark.parametrize("distributed_run", [False, True])
+def test_a_failing_fit_is_said_as_the_fit(client, source, tmp_path, distributed_run):
+    destination = tmp_path / "out"
+
+    def break_batch_0(step, done, total):
+        if step == "route":  # reported once it is done
+            for piece in destination.glob(f"{SPILL}/*/{spill_folder(0)}/*"):
+                piece.write_bytes(b"broken")
+
+    run = (lambda **kw: ga.distributed.avatarize(source, destination, client=client, **kw)
+           ) if distributed_run else (lambda **kw: ga.avatarize_parquet(source, destination, **kw))
+    with pytest.raises(AvatarError, match=r"fitting the model on batch 0 \(.* rows\) failed"):
+        run(progress=break_batch_0, **SETTINGS)
+    assert (destination / INCOMPLETE).is_file()
