@@ -45,7 +45,6 @@ from ..streaming.run import (
     avatarize_parquet,
     batch_error,
     fit_context,
-    fit_error,
     process_batch,
 )
 from ..streaming.source import open_source
@@ -125,14 +124,13 @@ class DaskScheduler:
 
     def _error(self, task: BatchTask, context: Any, error: BaseException) -> AvatarError:
         """A failed batch, or the fit it waited for, said with how to finish the run."""
-        if context.status == "error":
-            task, error, report = self.first, context.exception(), fit_error
-        else:
-            report = batch_error
+        fit = context.status == "error"
+        if fit:
+            task, error = self.first, context.exception()
         killed = distributed_module().KilledWorker
         hint = ("its workers kept dying, most often over their memory limit"
                 if isinstance(error, killed) else None)
-        return report(task, error, self.location, hint)
+        return batch_error(task, error, self.location, hint, fit)
 
 
 def _value(value: Any) -> Any:

@@ -230,22 +230,14 @@ def _finish_hint(rows: int, error: BaseException, hint: str | None) -> str:
 
 
 def batch_error(task: BatchTask, error: BaseException, destination: str,
-                hint: str | None = None) -> AvatarError:
-    """The error of a failed batch: which one, why, and how to finish the run."""
+                hint: str | None = None, fit: bool = False) -> AvatarError:
+    """The error of a failed batch (``fit``: of the fit on it): which one, why, and how to
+    finish the run."""
+    what = (f"fitting the model on batch 0 ({task.rows:,} rows)" if fit else
+            f"batch {task.batch} (of {task.n_batches}, {task.rows:,} rows)")
     return AvatarError(
-        f"batch {task.batch} (of {task.n_batches}, {task.rows:,} rows) failed: "
-        f"{type(error).__name__}: {error}. {destination} is left marked incomplete "
-        f"({INCOMPLETE}); {_finish_hint(task.rows, error, hint)}"
-    )
-
-
-def fit_error(task: BatchTask, error: BaseException, destination: str,
-              hint: str | None = None) -> AvatarError:
-    """The error of the fit on the first batch."""
-    return AvatarError(
-        f"fitting the model on batch 0 ({task.rows:,} rows) failed: {type(error).__name__}: "
-        f"{error}. {destination} is left marked incomplete ({INCOMPLETE}); "
-        f"{_finish_hint(task.rows, error, hint)}"
+        f"{what} failed: {type(error).__name__}: {error}. {destination} is left marked "
+        f"incomplete ({INCOMPLETE}); {_finish_hint(task.rows, error, hint)}"
     )
 
 
@@ -262,7 +254,7 @@ class LocalScheduler:
         try:
             return fit_context(task, context, parameters, groups)
         except Exception as error:
-            raise fit_error(task, error, context.store.location) from error
+            raise batch_error(task, error, context.store.location, fit=True) from error
 
     def batches(self, tasks: list[BatchTask], context: BatchContext,
                 done: Callable[[BatchTask, dict], None]) -> None:
