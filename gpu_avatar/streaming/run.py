@@ -39,7 +39,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 import pandas as pd
 
@@ -166,6 +165,8 @@ def write_part(frame: pd.DataFrame, schema: pa.Schema, store: Store, names: tupl
 def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     """Avatarize one batch and write its part under ``task.written``; returns its summary
     (rows, metrics, timings). Run by the local loop and, unchanged, by the Dask tasks."""
+    import numba  # the kernels' own import: not at gpu_avatar's
+
     started = time.perf_counter()
     timings: dict[str, float] = {}
     frame = load_batch(task, context)
