@@ -64,15 +64,15 @@ def random_weights(
         raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
 
-    _each_block(block, range(0, b, RANDOM_BLOCK))
+    on_cores(block, range(0, b, RANDOM_BLOCK))
     return weights
 
 
-def _each_block(task: Callable[[int], None], starts: range) -> None:
+def on_cores(task: Callable[[int], None], starts: range) -> None:
     """``task(start)`` for every block, on as many threads as there are cores. A block's
-    numbers come from its own generator and land in its own rows, so the order the blocks
-    run in changes no bit; numpy's generators and array operations release the GIL while
-    they fill a block."""
+    numbers come from its own generator and land in its own rows (a calibrated variable in
+    its own row), so the order the blocks run in changes no bit; numpy's generators and array
+    operations, and the GIL-free kernels, release the GIL while they run."""
     workers = min(len(starts), _cores())
     if workers < 2:
         for start in starts:
@@ -121,7 +121,7 @@ def draw_uniforms(
         rng = _block_generator(seed, _STREAM_DRAWS, (first_row + start) // RANDOM_BLOCK)
         out[start:stop] = rng.random((stop - start, n_columns))
 
-    _each_block(block, range(0, n_rows, RANDOM_BLOCK))
+    on_cores(block, range(0, n_rows, RANDOM_BLOCK))
     return out
 
 

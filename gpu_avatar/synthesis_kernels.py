@@ -88,22 +88,6 @@ def _random_ranks(uniforms):
     return ranks
 
 
-def calibrate(original, avatars, n_values, neighbours, weights, uniforms, floor):
-    """``pipeline/calibration.py``'s re-decision of the avatars' values, variable by
-    variable (rows of the (p, n) ``original`` and ``avatars``, the latter changed in place)
-    on the cores; ``uniforms`` (p, n): each avatar's number in (0, 1] for the draw of the
-    changes; ``floor``: the count under which a value is never raised."""
-    with LOCK:
-        _calibrate(original, avatars, n_values, neighbours, weights, uniforms, floor)
-
-
-@njit(cache=True, parallel=True)
-def _calibrate(original, avatars, n_values, neighbours, weights, uniforms, floor):
-    for j in prange(original.shape[0]):
-        _calibrate_variable(original[j], avatars[j], n_values[j], neighbours, weights,
-                            uniforms[j], floor)  # fmt: skip
-
-
 @njit(cache=True)
 def _quotas(held, drawn, floor):
     """Each value's count after calibration: its original count when held by at least
@@ -130,18 +114,24 @@ def _quotas(held, drawn, floor):
             quota[v] = np.int64(np.floor(exact))
             remainders[v] = exact - quota[v]
             left -= quota[v]
-    for v in np.argsort(-remainders, kind="mergesort")[:left]:
-        quota[v] += 1
+    for _ in range(left):  # the largest remainders, the first of equals (m is small)
+        best = 0
+        for v in range(1, m):
+            if remainders[v] > remainders[best]:
+                best = v
+        quota[best] += 1
+        remainders[best] = -np.inf
     return quota
 
 
-@njit(cache=True)
-def _calibrate_variable(original, avatars, m, neighbours, weights, uniforms, floor):
-    """One variable: the avatars holding a value above its quota change, each to a value
-    below its quota that one of its neighbours holds. The changes are drawn without
-    replacement with weights their likelihood ratio (the new value's summed neighbour weight
-    over the old one's): the largest keys ``log(u) / ratio`` (Efraimidis and Spirakis, 2006;
-    ``u`` the avatar's uniform) come first."""
+@njit(cache=True, nogil=True)
+def calibrate_variable(original, avatars, m, neighbours, weights, uniforms, floor):
+    """One variable of ``pipeline/calibration.py``'s re-decision (``avatars`` changed in
+    place; no GIL held: the variables run on threads): the avatars holding a value above its
+    quota change, each to a value below its quota that one of its neighbours holds. The
+    changes are drawn without replacement with weights their likelihood ratio (the new
+    value's summed neighbour weight over the old one's): the largest keys ``log(u) / ratio``
+    (Efraimidis and Spirakis, 2006; ``u`` the avatar's uniform) come first."""
     n, k = neighbours.shape
     held = np.zeros(m, np.int64)
     drawn = np.zeros(m, np.int64)

@@ -31,7 +31,7 @@ from ..progress import notice
 LOCK = threading.Lock()
 # Said once a process, on the progress output, when a kernel compiles: the seconds are those of
 # every CPU kernel a default run meets (benchmarks/bench_compile.py, 2 cores).
-COMPILE_NOTICE = "compiling the CPU kernels once (about 20 s; cached afterwards)"
+COMPILE_NOTICE = "compiling the CPU kernels once (about 30 s; cached afterwards)"
 
 
 class _CompileNotice(event.Listener):

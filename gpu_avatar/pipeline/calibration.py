@@ -29,7 +29,7 @@ import numpy as np
 
 from ..encoding import TableEncoder
 from ..metrics.signal import SHARE_FLOOR
-from ..synthesis import calibration_uniforms
+from ..synthesis import calibration_uniforms, on_cores
 
 
 def calibrate_shares(
@@ -43,7 +43,7 @@ def calibrate_shares(
     """``avatar_codes`` (n, pk: the encoder's categorical codes, then its missing indicators)
     with their shares calibrated on ``original_codes`` (the same layout, the same rows),
     given each avatar's ``neighbours`` (n, k, rows of ``original_codes``) and ``weights``."""
-    from ..synthesis_kernels import calibrate
+    from ..synthesis_kernels import calibrate_variable
 
     variables = _variables(encoder)
     if not variables:
@@ -51,10 +51,17 @@ def calibrate_shares(
     n = len(original_codes)
     original = np.stack([_combined(original_codes, *v) for v in variables])
     avatars = np.stack([_combined(avatar_codes, *v) for v in variables])
-    calibrate(original, avatars, np.array([v[2] + (v[1] is not None) for v in variables]),
-              np.ascontiguousarray(neighbours, dtype=np.int64), np.ascontiguousarray(weights),
-              calibration_uniforms(len(variables), n, seed),
-              max(SHARE_FLOOR * n, neighbours.shape[1]))
+    neighbours = np.ascontiguousarray(neighbours, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    uniforms = calibration_uniforms(len(variables), n, seed)
+    floor = float(max(SHARE_FLOOR * n, neighbours.shape[1]))  # one compiled kind of number
+
+    def one(j: int) -> None:  # variables are independent: their order changes no bit
+        code, indicator, m = variables[j]
+        calibrate_variable(original[j], avatars[j], m + (indicator is not None), neighbours,
+                           weights, uniforms[j], floor)
+
+    on_cores(one, range(len(variables)))
     out = avatar_codes.copy()
     for (code, indicator, m), values in zip(variables, avatars, strict=True):
         if indicator is not None:
