@@ -125,13 +125,14 @@ def _quotas(held, drawn, floor):
 
 
 @njit(cache=True, nogil=True)
-def calibrate_variable(original, avatars, m, neighbours, weights, uniforms, floor):
-    """One variable of ``pipeline/calibration.py``'s re-decision (``avatars`` changed in
-    place; no GIL held: the variables run on threads): the avatars holding a value above its
-    quota change, each to a value below its quota that one of its neighbours holds. The
-    changes are drawn without replacement with weights their likelihood ratio (the new
-    value's summed neighbour weight over the old one's): the largest keys ``log(u) / ratio``
-    (Efraimidis and Spirakis, 2006; ``u`` the avatar's uniform) come first."""
+def calibration_candidates(original, avatars, m, neighbours, weights, uniforms, floor):
+    """One variable of ``pipeline/calibration.py``'s re-decision (no GIL held: the variables
+    run on threads): each value's ``need`` (its quota less its drawn count), and the candidate
+    changes (``rows``, new ``values``) with their sort ``keys``: an avatar holding a value
+    above its quota may change to a value below its quota that one of its neighbours holds,
+    with weight its likelihood ratio (the new value's summed neighbour weight over the old
+    one's); the changes are drawn without replacement in increasing key, ``-log(u) / ratio``
+    (Efraimidis and Spirakis, 2006; ``u`` the avatar's uniform)."""
     n, k = neighbours.shape
     held = np.zeros(m, np.int64)
     drawn = np.zeros(m, np.int64)
@@ -139,18 +140,17 @@ def calibrate_variable(original, avatars, m, neighbours, weights, uniforms, floo
         held[original[i]] += 1
         drawn[avatars[i]] += 1
     need = _quotas(held, drawn, floor) - drawn
-    if need.max() <= 0:
-        return
     bound = 0  # the candidate changes, at most
-    for i in range(n):
-        if need[avatars[i]] < 0:
-            for t in range(k):
-                bound += need[original[neighbours[i, t]]] > 0
+    if need.max() > 0:
+        for i in range(n):
+            if need[avatars[i]] < 0:
+                for t in range(k):
+                    bound += need[original[neighbours[i, t]]] > 0
     rows = np.empty(bound, np.int64)
     values = np.empty(bound, np.int64)
     keys = np.empty(bound)
     p = 0
-    for i in range(n):
+    for i in range(n if bound else 0):
         own = avatars[i]
         if need[own] >= 0:
             continue
@@ -172,27 +172,18 @@ def calibrate_variable(original, avatars, m, neighbours, weights, uniforms, floo
                     p += 1
                 keys[q] += w
         for q in range(first, p):
-            keys[q] = np.log(uniforms[i]) * max(kept, 1e-300) / keys[q]
-    # In key order; most candidates are never reached (the changes are a few per cent of
-    # them), so the keys are sorted a slice at a time: the largest ``taken`` first, found by
-    # a partition, then the rest only if some value still needs rows.
-    keys = -keys[:p]
-    wanted = need[need > 0].sum()
-    done = 0
-    while done < p and need.max() > 0:
-        taken = min(p - done, max(4 * wanted, 1024, done))  # at least doubling
-        if done + taken < p:
-            cut = np.partition(keys, done + taken - 1)[done + taken - 1]
-            order = np.nonzero(keys <= cut)[0]
-            order = order[np.argsort(keys[order], kind="mergesort")][done:]
-        else:
-            order = np.argsort(keys, kind="mergesort")[done:]
-        for q in order:
-            i = rows[q]
-            v = values[q]
-            if need[v] > 0 and need[avatars[i]] < 0:  # a changed avatar's value is never above
-                need[avatars[i]] += 1
-                need[v] -= 1
-                avatars[i] = v
-        done += order.size
-        wanted = need[need > 0].sum()
+            keys[q] = -(np.log(uniforms[i]) * max(kept, 1e-300) / keys[q])
+    return need, rows[:p], values[:p], keys[:p]
+
+
+@njit(cache=True, nogil=True)
+def apply_changes(order, rows, values, avatars, need):
+    """The candidate changes in ``order``, each made while its new value is still below its
+    quota and its avatar's value above (a changed avatar's value is never above)."""
+    for q in order:
+        i = rows[q]
+        v = values[q]
+        if need[v] > 0 and need[avatars[i]] < 0:
+            need[avatars[i]] += 1
+            need[v] -= 1
+            avatars[i] = v

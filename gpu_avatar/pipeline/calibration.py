@@ -43,7 +43,7 @@ def calibrate_shares(
     """``avatar_codes`` (n, pk: the encoder's categorical codes, then its missing indicators)
     with their shares calibrated on ``original_codes`` (the same layout, the same rows),
     given each avatar's ``neighbours`` (n, k, rows of ``original_codes``) and ``weights``."""
-    from ..synthesis_kernels import calibrate_variable
+    from ..synthesis_kernels import apply_changes, calibration_candidates
 
     variables = _variables(encoder)
     if not variables:
@@ -57,9 +57,24 @@ def calibrate_shares(
     floor = float(max(SHARE_FLOOR * n, neighbours.shape[1]))  # one compiled kind of number
 
     def one(j: int) -> None:  # variables are independent: their order changes no bit
-        code, indicator, m = variables[j]
-        calibrate_variable(original[j], avatars[j], m + (indicator is not None), neighbours,
-                           weights, uniforms[j], floor)
+        _, indicator, m = variables[j]
+        need, rows, values, keys = calibration_candidates(
+            original[j], avatars[j], m + (indicator is not None), neighbours, weights,
+            uniforms[j], floor)
+        # In key order; most candidates are never reached (the changes are a few per cent of
+        # them), so the keys are sorted a slice at a time: the smallest ``taken`` first,
+        # found by a partition, then the rest only if some value still needs rows.
+        done, p = 0, keys.size
+        while done < p and need.max() > 0:
+            taken = min(p - done, max(4 * int(need[need > 0].sum()), 1024, done))  # doubling
+            if done + taken < p:
+                cut = np.partition(keys, done + taken - 1)[done + taken - 1]
+                order = np.flatnonzero(keys <= cut)
+                order = order[np.argsort(keys[order], kind="stable")][done:]
+            else:
+                order = np.argsort(keys, kind="stable")[done:]
+            apply_changes(order, rows, values, avatars[j], need)
+            done += order.size
 
     on_cores(one, range(len(variables)))
     out = avatar_codes.copy()
