@@ -44,6 +44,7 @@ from ..streaming.run import (
     ParquetAvatarization,
     avatarize_parquet,
     batch_error,
+    finished_run,
     fit_context,
     process_batch,
 )
@@ -144,15 +145,15 @@ def _written_source(frame: Any, store: Store, storage_options: Mapping | None,
     dask = import_extra("dask", "dask", "gpu_avatar.distributed")
     token = dask.base.tokenize(frame)
     url = store.fs.unstrip_protocol(store.path(SOURCE))
-    if store.exists(SUCCESS):
-        raise AvatarError(f"{store.location} holds a finished run already: read it, or give a "
-                          "new destination")
     if resume and store.exists(SOURCE, SOURCE_WRITTEN):
         if store.read_text(SOURCE, SOURCE_WRITTEN) != token:
             raise AvatarError(
                 f"{store.location} holds the unfinished run of another dask.dataframe: pass "
                 "the same frame (same graph) to resume it, or give a new destination")
         return url
+    if store.exists(SUCCESS):
+        raise AvatarError(f"the destination {store.location} holds a finished run ({SUCCESS}): "
+                          "read it, or give a new folder")
     if store.listdir():
         raise AvatarError(f"the destination {store.location} is not empty; give an empty or new "
                           "folder" + ("" if resume else ", or resume=True to finish a run there"))
@@ -209,6 +210,8 @@ def avatarize(
             _refuse_process_local(location, storage_options, active)
         scheduler = DaskScheduler(active, parameters.backend, retries, frame is not None)
         store = Store.open(destination, storage_options)
+        if frame is not None and resume and store.exists(SUCCESS):  # nothing to write again
+            return finished_run(store, parameters, metrics, storage_options)
         if frame is not None:
             source = _written_source(frame, store, storage_options, resume)
         try:

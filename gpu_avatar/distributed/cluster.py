@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import AvatarError, import_extra
+from ..errors import BackendUnavailableError, import_extra
 
 GPU = "GPU"  # the worker resource a GPU task asks for (one per worker)
 
@@ -75,7 +75,7 @@ def task_resources(client: Any, backend: str) -> dict[str, int] | None:
     if backend == "auto":
         return {GPU: 1} if declared else None
     if not declared:
-        raise AvatarError(
+        raise BackendUnavailableError(
             "backend='gpu' on Dask needs workers declaring one GPU each: start them with "
             "ga.distributed.gpu_cluster() (dask_cuda.LocalCUDACluster(resources={'GPU': 1})), "
             "or `dask cuda worker ... --resources GPU=1`; or pass backend='cpu'"

@@ -101,8 +101,12 @@ def detect_kind(series: pd.Series) -> str:
 def check_structure(df: Any, argument: str = "the table") -> None:
     """A DataFrame with uniquely named columns (what any chunk of a table must be)."""
     if not isinstance(df, pd.DataFrame):
+        module = type(df).__module__.split(".")[0]
+        origin = "" if module in ("builtins", "numpy", "pandas") else f" of {module}"
+        lazy = ": .compute() it first" if hasattr(df, "compute") else ""
         raise AvatarTypeError(
-            f"{argument} must be a pandas (or cuDF) DataFrame, got {type(df).__name__}"
+            f"{argument} must be a pandas (or cuDF) DataFrame, got {type(df).__name__}{origin}"
+            f"{lazy}"
         )
     duplicated = df.columns[df.columns.duplicated()].unique().tolist()
     if duplicated:

@@ -333,6 +333,9 @@ def _prepare_destination(store: Store, source: ParquetSource, resume: bool,
     if store.exists() and not store.isdir():
         raise AvatarError(f"the destination {store.location} exists and is not a folder")
     if [name for name in store.listdir() if name != SOURCE or not own_source]:
+        if not resume and store.exists(SUCCESS):
+            raise AvatarError(f"the destination {store.location} holds a finished run "
+                              f"({SUCCESS}): read it, or give a new folder")
         if resume and store.exists(MANIFEST):
             return json.loads(store.read_text(MANIFEST))
         if resume and store.exists(INCOMPLETE):
@@ -537,6 +540,22 @@ def avatarize_parquet(
     store.write_text("", SUCCESS)
     store.remove(INCOMPLETE)
     return _result(store, manifest, timings, storage_options)
+
+
+def finished_run(store: Store, parameters: AvatarParameters, metrics: bool,
+                 storage_options: Mapping[str, Any] | None) -> ParquetAvatarization:
+    """The run ``store`` holds, finished, when it was made with these parameters (what a
+    resume of a finished run returns), else the error saying what differs."""
+    manifest = json.loads(store.read_text(MANIFEST))
+    backend = resolve_backend(parameters.backend).name
+    asked = {**_json_parameters(parameters.replace(backend=backend)), "metrics": bool(metrics)}
+    if parameters.seed is None:
+        asked["seed"] = manifest["parameters"].get("seed")
+    differences = sorted(k for k in asked if manifest["parameters"].get(k) != asked[k])
+    if differences:
+        raise AvatarError(f"cannot resume: the finished run in {store.location} differs in "
+                          f"parameters {differences}; give a new destination")
+    return _result(store, manifest, {}, storage_options)
 
 
 def _json_parameters(parameters: AvatarParameters) -> dict[str, Any]:

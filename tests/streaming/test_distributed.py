@@ -294,7 +294,7 @@ def test_killing_every_worker_mid_run_still_completes_identically(source, tmp_pa
 
 
 def test_gpu_tasks_need_workers_declaring_a_gpu(client, source, tmp_path):
-    with pytest.raises(AvatarError, match="workers declaring one GPU each"):
+    with pytest.raises(ga.BackendUnavailableError, match="workers declaring one GPU each"):
         ga.distributed.avatarize(source, tmp_path / "out", client=client,
                                  **{**SETTINGS, "backend": "gpu"})
 
@@ -329,9 +329,14 @@ def test_a_dask_dataframe_of_many_partitions_keeps_its_row_order(client, tmp_pat
     back = pd.read_parquet(tmp_path / "out")
     pd.testing.assert_frame_equal(sorted_rows(back, ["id"]), sorted_rows(memory.avatars, ["id"]),
                                   check_dtype=False)
-    with pytest.raises(AvatarError, match="finished run already"):
+    again = ga.distributed.avatarize(frame, tmp_path / "out", client=client, resume=True,
+                                     **settings)  # a finished run: returned, not redone
+    assert again.manifest == result.manifest and not (tmp_path / "out" / "_source").exists()
+    with pytest.raises(AvatarError, match=r"differs in parameters \['k'\]"):
         ga.distributed.avatarize(frame, tmp_path / "out", client=client, resume=True,
-                                 **settings)
+                                 **{**settings, "k": 7})
+    with pytest.raises(AvatarError, match="holds a finished run"):
+        ga.distributed.avatarize(frame, tmp_path / "out", client=client, **settings)
 
 
 def test_workers_need_no_pseudonym_key(client, source, tmp_path, monkeypatch):
