@@ -365,3 +365,31 @@ def test_a_failing_fit_is_said_as_the_fit(client, source, tmp_path, distributed_
     with pytest.raises(AvatarError, match=r"fitting the model on batch 0 \(.* rows\) failed"):
         run(progress=break_batch_0, **SETTINGS)
     assert (destination / INCOMPLETE).is_file()
+
+
+def test_the_gpu_path_on_a_cluster_declaring_gpus(gpu, source, tmp_path):
+    """``backend="gpu"`` (the device, else the CuPy stand-in with the kernels in numba's CUDA
+    simulator, in a worker thread of this process: the simulator swaps the kernels' module
+    globals while a kernel runs, so one thread at a time): the fit and batch tasks on a
+    worker with a GPU resource give the parts of the local streamed run, and the region tasks
+    of the metrics the values of the in-memory reduction."""
+    settings = {**SETTINGS, "backend": "gpu", "batch_size": 600, "metrics": False}
+    local = ga.avatarize_parquet(source, tmp_path / "local", **settings)
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                 dashboard_address=":0", resources={"GPU": 1}) as cluster,
+        distributed.Client(cluster) as threads,
+    ):
+        spread = ga.distributed.avatarize(source, tmp_path / "dask", client=threads,
+                                          **settings)
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(300, 3))
+        y = np.vstack([x[:200] + rng.normal(scale=0.1, size=(200, 3)), x[200:]])
+        got = ga.distributed.distance_ranks(x, y, client=threads, region_rows=80,
+                                            backend="gpu")
+    assert spread.parts == local.parts
+    for part in local.parts:
+        assert (tmp_path / "dask" / part).read_bytes() == (tmp_path / "local" / part).read_bytes()
+    expected = distance_ranks(x, y, engine="brute", tile=64)
+    for name in ("own_distance", "local_cloaking", "hidden", "closest", "second_closest"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), name)
