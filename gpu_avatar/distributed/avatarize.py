@@ -52,6 +52,7 @@ from ..streaming.source import open_source
 from ..streaming.store import Store
 from .cluster import client_for, distributed_module, failure_text, on_worker, task_resources
 
+DYING = "its workers kept dying, most often over their memory limit"
 SOURCE_WRITTEN = "_WRITTEN"  # the dask.dataframe source is whole: its token (a resume reuses it)
 
 
@@ -89,10 +90,8 @@ class DaskScheduler:
         try:
             return self.client.gather(futures)
         except distributed.KilledWorker as error:
-            raise AvatarError(
-                f"a {step} task's workers kept dying ({failure_text(error)}), most often over "
-                "their memory limit: give the workers more memory"
-            ) from error
+            raise AvatarError(f"a {step} task failed, {DYING} ({failure_text(error)}): give "
+                              "the workers more memory") from error
         finally:
             self.client.cancel([*futures, *shared])
 
@@ -122,15 +121,12 @@ class DaskScheduler:
         finally:
             self.client.cancel([*futures, context])
 
-
     def _error(self, task: BatchTask, context: Any, error: BaseException) -> AvatarError:
         """A failed batch, or the fit it waited for, said with how to finish the run."""
         fit = context.status == "error"
         if fit:
             task, error = self.first, context.exception()
-        killed = distributed_module().KilledWorker
-        hint = ("its workers kept dying, most often over their memory limit"
-                if isinstance(error, killed) else None)
+        hint = DYING if isinstance(error, distributed_module().KilledWorker) else None
         return batch_error(task, error, self.location, hint, fit)
 
 
@@ -198,7 +194,7 @@ def avatarize(
     how many times a failed task runs again. See the module docstring."""
     frame = None if isinstance(source, (str, os.PathLike)) else source
     if frame is None:
-        open_source(source, storage_options)  # a wrong path is said before a cluster starts
+        source = open_source(source, storage_options)  # said before a cluster starts
     elif not hasattr(frame, "to_parquet") or not hasattr(frame, "npartitions"):
         raise AvatarError(
             f"source is a {type(source).__name__}: give a Parquet path or URL, or a "
@@ -206,7 +202,7 @@ def avatarize(
         )
     parameters = avatar_parameters(parameters, **settings)
     with client_for(client) as active:
-        for location in ([] if frame is not None else [source]) + [destination]:
+        for location in ([] if frame is not None else [source.location]) + [destination]:
             _refuse_process_local(location, storage_options, active)
         scheduler = DaskScheduler(active, parameters.backend, retries, frame is not None)
         store = Store.open(destination, storage_options)

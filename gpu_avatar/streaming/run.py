@@ -363,7 +363,7 @@ def _check_resumable(previous: dict, manifest: dict) -> None:
 
 
 def avatarize_parquet(
-    source: str | os.PathLike,
+    source: str | os.PathLike | ParquetSource,
     destination: str | os.PathLike,
     *,
     parameters: AvatarParameters | None = None,
@@ -409,7 +409,8 @@ def avatarize_parquet(
     scheduler = scheduler or LocalScheduler()
     backend_ = resolve_backend(parameters.backend)
     timings: dict[str, float] = {}
-    source_ = open_source(source, storage_options)
+    source_ = (source if isinstance(source, ParquetSource)  # opened by the caller
+               else open_source(source, storage_options))
     source_.partition_rows = min(source_.partition_rows, batch_size)  # a task's memory
     n = source_.n_rows
     parameters.for_rows(n)

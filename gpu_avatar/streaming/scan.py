@@ -40,7 +40,6 @@ from .source import (
     ParquetSource,
     Partition,
     _pyarrow,
-    arrow_filesystem,
     frame_dtypes,
     to_frame,
 )
@@ -82,23 +81,6 @@ def check_head(source: ParquetSource, dtypes: Mapping[str, Any],
     return refuse_undeclared(head, types)
 
 
-def _may_hold_nulls(source: ParquetSource) -> set[str]:
-    """Columns whose Parquet statistics do not prove the absence of null values."""
-    _, pq, _ = _pyarrow()
-    unknown = set()
-    for name in source.files:
-        with pq.ParquetFile(name, filesystem=arrow_filesystem(source.fs)) as handle:
-            metadata = handle.metadata
-            for g in range(metadata.num_row_groups):
-                group = metadata.row_group(g)
-                for j in range(group.num_columns):
-                    chunk = group.column(j)
-                    stats = chunk.statistics
-                    if stats is None or not stats.has_null_count or stats.null_count > 0:
-                        unknown.add(chunk.path_in_schema.split(".")[0])
-    return unknown & set(source.columns)
-
-
 def _dtype_facts(partition: Partition, source: ParquetSource, dictionary: list[str],
                  counted: list[str]) -> tuple[dict[str, int], dict[str, list]]:
     """One partition's null counts of ``counted`` and dictionary values of ``dictionary``."""
@@ -122,7 +104,7 @@ def dataset_dtypes(source: ParquetSource, mapper: Mapper = map_locally) -> dict[
     dictionary = [f.name for f in source.schema if pa.types.is_dictionary(f.type)]
     integral = {f.name for f in source.schema
                 if pa.types.is_integer(f.type) or pa.types.is_boolean(f.type)}  # fmt: skip
-    counted = sorted(integral & _may_hold_nulls(source))
+    counted = sorted(integral & source.nullable)
     null_counts = dict.fromkeys(source.columns, 0)
     dictionaries: dict[str, dict] = {c: {} for c in dictionary}
     if dictionary or counted:
@@ -212,7 +194,7 @@ def scan_source(
         pa, _, _ = _pyarrow()
         floating = {f.name for f in source.schema if pa.types.is_floating(f.type)}
         wanted |= {c for c in source.columns if kinds[c] == CATEGORICAL}
-        wanted |= floating | _may_hold_nulls(source)
+        wanted |= floating | source.nullable
     read = [c for c in source.columns if c in wanted]
     apart = ColumnsApart(types, list(source.columns), sequence, rows=source.n_rows)
     scan = SourceScan(dtypes, apart, knowingly_released=knowingly_released)

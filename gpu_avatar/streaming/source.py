@@ -86,6 +86,7 @@ class ParquetSource:
     files: list[str]
     schema: pa.Schema  # data columns only, with the (cleaned) pandas metadata
     row_groups: list[list[int]]  # rows of every row group of every file
+    nullable: set[str]  # columns whose Parquet statistics do not prove they hold no null
     partition_rows: int = PARTITION_ROWS  # a batched run lowers it to its batch size
 
     @property
@@ -198,7 +199,7 @@ def _data_schema(schema: pa.Schema) -> pa.Schema:
 def open_source(source: str | os.PathLike,
                 storage_options: Mapping[str, Any] | None = None) -> ParquetSource:
     """Check a Parquet file or directory (a local path or a URL): readable, at least one file,
-    one schema."""
+    one schema; its footers read once (rows, row groups, null statistics)."""
     pa, pq, ds = _pyarrow()
     fs, path = open_url(source, storage_options)
     if not fs.exists(path):
@@ -212,16 +213,21 @@ def open_source(source: str | os.PathLike,
             raise AvatarError(f"the directory {source} holds no Parquet file")
     else:
         files = [path]
-    schemas, row_groups = [], []
+    schemas, row_groups, nullable = [], [], set()
     for name in files:
         try:
             with pq.ParquetFile(name, filesystem=arrow_filesystem(fs)) as handle:
                 schemas.append(handle.schema_arrow)
                 metadata = handle.metadata
-                row_groups.append([metadata.row_group(g).num_rows
-                                   for g in range(metadata.num_row_groups)])
+                groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
         except (OSError, pa.ArrowException) as error:
             raise AvatarError(f"cannot read {name} as Parquet: {error}") from error
+        row_groups.append([group.num_rows for group in groups])
+        for group in groups:
+            for j in range(group.num_columns):
+                stats = group.column(j).statistics
+                if stats is None or not stats.has_null_count or stats.null_count > 0:
+                    nullable.add(group.column(j).path_in_schema.split(".")[0])
     problems = []
     for name, schema in zip(files[1:], schemas[1:], strict=True):
         notes = _schema_differences(schemas[0], schema)
@@ -237,7 +243,8 @@ def open_source(source: str | os.PathLike,
         raise AvatarError(f"the column name {SLOT!r} is reserved; rename that column")
     if not schema.names:
         raise AvatarError(f"the Parquet data in {source} has no column")
-    return ParquetSource(os.fspath(source), fs, path, files, schema, row_groups)
+    return ParquetSource(os.fspath(source), fs, path, files, schema, row_groups,
+                         nullable & set(schema.names))
 
 
 # ---------------------------------------------------------------------- pandas types
