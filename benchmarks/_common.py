@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -260,3 +261,10 @@ def run_and_record(
         f"peak {outcome.peak_mb:8.0f} MB",
         flush=True,
     )
+
+
+def same_parts(first: Path, second: Path) -> bool:
+    """Whether two avatarize_parquet destinations hold the same part files, byte for byte."""
+    parts = sorted(p.name for p in first.glob("part-*.parquet"))
+    return parts == sorted(p.name for p in second.glob("part-*.parquet")) and all(
+        (first / p).read_bytes() == (second / p).read_bytes() for p in parts)

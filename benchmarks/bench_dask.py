@@ -54,7 +54,7 @@ import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import environment_lines, make_mixed_table, markdown_table, text_table
+from _common import environment_lines, make_mixed_table, markdown_table, same_parts, text_table
 from bench_dask_metrics import HEADERS as METRIC_HEADERS
 from bench_dask_metrics import measure as measure_metrics
 
@@ -97,12 +97,6 @@ def dataset(workdir: Path, n_rows: int, file_rows: int, seed: int) -> Path:
 
 def folder_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-
-def same_parts(first: Path, second: Path) -> bool:
-    parts = sorted(p.name for p in first.glob("part-*.parquet"))
-    return parts == sorted(p.name for p in second.glob("part-*.parquet")) and all(
-        (first / p).read_bytes() == (second / p).read_bytes() for p in parts)
 
 
 # ---------------------------------------------------------------------------- memory

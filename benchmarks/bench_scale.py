@@ -43,7 +43,14 @@ from typing import Any
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import environment_lines, make_mixed_table, markdown_table, peak_rss_mb, text_table
+from _common import (
+    environment_lines,
+    make_mixed_table,
+    markdown_table,
+    peak_rss_mb,
+    same_parts,
+    text_table,
+)
 
 ENGINES = ("streamed", "dask")
 PACKAGES = ("gpu_avatar", "numpy", "pandas", "scipy", "pyarrow", "dask", "distributed")
@@ -147,13 +154,6 @@ def measure(engine: str, source: Path, destination: Path, options: dict, workers
     outcome["peak_mb"] = peak / 2**20
     outcome["idle_cluster_mb"] = None if baseline is None else baseline / 2**20
     return outcome
-
-
-def same_parts(first: Path, second: Path) -> bool:
-    parts = sorted(p.name for p in first.glob("part-*.parquet"))
-    return parts == sorted(p.name for p in second.glob("part-*.parquet")) and all(
-        (first / p).read_bytes() == (second / p).read_bytes() for p in parts
-    )
 
 
 # ------------------------------------------------------------------------------ main

@@ -114,8 +114,6 @@ class _Tasks:
     def start(self, batch: list) -> list:
         """``merge(*function(*data, *extra, backend))`` for each ``(label, merge, function,
         data, *extra)`` of ``batch``, once ``merge`` waits for it."""
-        if not batch:
-            return []
         futures = []
         for label, merge, function, data, *extra in batch:
             future = self.client.submit(on_worker, function, *data, *extra, self.backend,
@@ -132,6 +130,7 @@ class _Tasks:
             except Exception as error:
                 raise AvatarError(f"{label} failed: {failure_text(error)}") from error
             merge(*result)
+            future.release()  # its result is merged: the worker may drop it
 
     def cancel(self) -> None:
         self.client.cancel(list(self.labels))
@@ -248,7 +247,6 @@ def privacy_metrics(
     every task."""
     options = metric_options(options, **settings)
     resolved = resolve_backend(backend)
-    task_backend = backend.name if isinstance(backend, Backend) else backend
     with client_for(client) as active:
 
         def reduction(x, y, driver_backend):
@@ -257,7 +255,7 @@ def privacy_metrics(
                 driver_backend.to_numpy(y),
                 client=active,
                 region_rows=region_rows,
-                backend=task_backend,
+                backend=backend,
             )
 
         return local_privacy_metrics(original, unshuffled_avatars, options, types=types,

@@ -91,16 +91,19 @@ class ColumnsApart:
         (``IdentifierValues.restricted``), the pseudonymizers (drawn) whole. Only for
         ``identifiers``: it learns nothing more."""
         window = copy.copy(self)
-        window.fresh = {column: fresh.restricted(start, stop)
-                        for column, fresh in self.fresh.items()}
+        window.fresh = self.fresh_for(start, stop)
         return window
+
+    def fresh_for(self, start: int, stop: int) -> dict[Any, Any]:
+        """Each fresh column's values at released positions ``start`` to ``stop`` alone
+        (``IdentifierValues.restricted``): what a batch task is shipped."""
+        return {column: fresh.restricted(start, stop) for column, fresh in self.fresh.items()}
 
     def identifiers(self, frame: pd.DataFrame, released_order: np.ndarray,
                     offset: int = 0, fresh: Mapping[Any, Any] | None = None) -> dict[Any, Any]:
         """The identifier values of the avatars of ``frame``'s rows, unshuffled; the avatar
         of row ``released_order[j]`` is released at position ``offset + j``. ``fresh``: the
-        fresh columns' values for these positions alone (``for_positions(...).fresh``, what a
-        batch task is shipped), else this table's."""
+        fresh columns' values for these positions alone (``fresh_for``), else this table's."""
         out: dict[Any, Any] = {}
         for column, values_of in (self.fresh if fresh is None else fresh).items():
             values = values_of.fresh(offset, offset + len(frame))

@@ -489,7 +489,7 @@ def avatarize_parquet(
             batched=batched,
             run=run,
             spill=manifest["spill"],
-            fresh=scan.apart.for_positions(offsets[b], offsets[b] + plan.sizes[b]).fresh,
+            fresh=scan.apart.fresh_for(offsets[b], offsets[b] + plan.sizes[b]),
         )
         for b in range(plan.n_batches)
     ]
