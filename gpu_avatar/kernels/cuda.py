@@ -267,7 +267,8 @@ def ranks_among(backend, y, avatar_ids, x, original_ids, own):
         KDTree.build(backend.to_numpy(y)), avatar_ids, original_ids,
         lambda positions: backend.to_numpy(x[backend.asarray(positions)]),
     )
-    points, _, *nodes = (backend.asarray(a) for a in host.walk())
+    points, _, *nodes = host.walk()  # its order is the walk's ``order``, copied below
+    points, *nodes = (backend.asarray(a) for a in (points, *nodes))
     rows = backend.asarray(rows)
     x_rows, own_rows = ranks.walk_originals(points, order.size, rows, x, own, xp)
     cloaking = xp.empty(order.size, dtype=xp.int64)
