@@ -16,19 +16,16 @@ of largest weight (``"argmax"``).
 
 Random numbers are drawn on the host, block by block of ``RANDOM_BLOCK`` rows from a child of
 the run's ``SeedSequence``, so the result depends only on the seed (not on chunk sizes nor on
-the backend, nor on the order in which ``random_weights`` runs its blocks: on all cores).
+the backend, nor on the order in which ``random_weights`` runs its blocks: on threads).
 """
 
 from __future__ import annotations
-
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .backend import Backend
 from .errors import AvatarError
+from .kernels import on_threads, threads
 from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
@@ -64,30 +61,8 @@ def random_weights(
         raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
 
-    on_cores(block, range(0, b, RANDOM_BLOCK))
+    on_threads(block, range(0, b, RANDOM_BLOCK))
     return weights
-
-
-def on_cores(task: Callable[[int], None], starts: range) -> None:
-    """``task(start)`` for every block, on as many threads as there are cores. A block's
-    numbers come from its own generator and land in its own rows (a calibrated variable in
-    its own row), so the order the blocks run in changes no bit; numpy's generators and array
-    operations, and the GIL-free kernels, release the GIL while they run."""
-    workers = min(len(starts), _cores())
-    if workers < 2:
-        for start in starts:
-            task(start)
-        return
-    with ThreadPoolExecutor(workers) as pool:
-        for done in [pool.submit(task, start) for start in starts]:
-            done.result()  # a block's error raised here
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def divisors(distances: np.ndarray, zero_distance: str) -> np.ndarray:
@@ -121,7 +96,7 @@ def draw_uniforms(
         rng = _block_generator(seed, _STREAM_DRAWS, (first_row + start) // RANDOM_BLOCK)
         out[start:stop] = rng.random((stop - start, n_columns))
 
-    on_cores(block, range(0, n_rows, RANDOM_BLOCK))
+    on_threads(block, range(0, n_rows, RANDOM_BLOCK))
     return out
 
 
@@ -162,7 +137,7 @@ def synthesize(
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
     kept = np.empty((n, k)) if keep_weights else None
-    window = RANDOM_BLOCK * _cores()  # the random numbers of a window: a block per thread
+    window = RANDOM_BLOCK * threads()  # the random numbers of a window: a block per thread
     for start in range(0, n, window):
         stop = min(start + window, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])

@@ -5,9 +5,9 @@ random ranks of the weights."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .kernels import LOCK, host_array
+from .kernels import host_array, in_blocks
 from .kernels.tree import cpu_walks, exact_add, exact_mul, shared
 
 
@@ -55,31 +55,32 @@ def synthesize_block(continuous, codes, neighbours, weights, uniforms):
     """(continuous values, codes) of one block of avatars: ``synthesize_row`` for every row."""
     out_continuous = np.empty((neighbours.shape[0], continuous.shape[1]))
     out_codes = np.empty((neighbours.shape[0], codes.shape[1]), np.int64)
-    with LOCK:
-        _synthesize(host_array(continuous, np.float64), host_array(codes, np.int64),
-                    host_array(neighbours, np.int64), host_array(weights, np.float64),
-                    host_array(uniforms, np.float64), out_continuous, out_codes)
+    in_blocks(_synthesize, neighbours.shape[0], host_array(continuous, np.float64),
+              host_array(codes, np.int64), host_array(neighbours, np.int64),
+              host_array(weights, np.float64), host_array(uniforms, np.float64), out_continuous,
+              out_codes)  # fmt: skip
     return out_continuous, out_codes
 
 
-@njit(cache=True, parallel=True)
-def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes):
-    for r in prange(neighbours.shape[0]):
+@njit(cache=True, nogil=True)
+def _synthesize(continuous, codes, neighbours, weights, uniforms, out_continuous, out_codes,
+                first, last):  # fmt: skip
+    for r in range(first, last):
         cpu_walks.synthesize_row(continuous, codes, neighbours, weights, uniforms, r,
                                  out_continuous, out_codes)  # fmt: skip
 
 
 def random_ranks(uniforms: np.ndarray) -> np.ndarray:
-    """``synthesis.random_ranks``, compiled."""
-    with LOCK:
-        return _random_ranks(host_array(uniforms, np.float64))
+    """``synthesis.random_ranks``, compiled (serial: each thread of ``random_weights`` runs
+    its own block)."""
+    return _random_ranks(host_array(uniforms, np.float64))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _random_ranks(uniforms):
     b, k = uniforms.shape[0], uniforms.shape[1] + 1
     ranks = np.empty((b, k), np.int64)
-    for r in prange(b):
+    for r in range(b):
         for i in range(k):
             ranks[r, i] = i + 1
         for i in range(k - 1, 0, -1):

@@ -60,7 +60,7 @@ def _cases():
     offsets = np.array([0, 4, 8, 12])
     cost, capacity = _eighths(rng, (40, 6), 0, 4), np.array([10, 10, 5, 5, 5, 5])
     return [
-        ("KDTree.build", tree.KDTree.build, (points,), [tree._build]),
+        ("KDTree.build", tree.KDTree.build, (points,), [tree._boxes, tree._split]),
         ("nearest_others", knn.nearest_others, (points, k),
          [knn._nearest_others, knn._leaf_neighbours]),
         ("nearest_others_of", knn.nearest_others_of, (points, np.arange(0, n, 7), k),

@@ -12,9 +12,9 @@ itself excluded by index (its duplicates are not): ``neighbours/search.py``'s co
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from . import LOCK, host_array
+from . import host_array, in_blocks
 from .tree import (
     MARGIN,
     STACK,
@@ -86,24 +86,23 @@ def verify_candidates(points, candidates, far_squared, margin, k: int):
     (k-th distance >= the farthest candidate's minus ``margin``)."""
     points = host_array(points, np.float64)
     exhaustive = candidates.shape[1] >= points.shape[0]
-    with LOCK:
-        indices, squared, uncertain = _verify(
-            points, host_array(candidates, np.int64), host_array(far_squared, np.float64),
-            host_array(margin, np.float64), int(k), exhaustive,
-        )  # fmt: skip
-    return indices, squared, np.nonzero(uncertain)[0]
-
-
-@njit(cache=True, parallel=True)
-def _verify(points, candidates, far_squared, margin, k, exhaustive):
     n = candidates.shape[0]
     indices = np.empty((n, k), np.int64)
     squared = np.empty((n, k))
     uncertain = np.zeros(n, np.bool_)
-    for i in prange(n):
+    in_blocks(_verify, n, points, host_array(candidates, np.int64),
+              host_array(far_squared, np.float64), host_array(margin, np.float64), exhaustive,
+              indices, squared, uncertain)  # fmt: skip
+    return indices, squared, np.nonzero(uncertain)[0]
+
+
+@njit(cache=True, nogil=True)
+def _verify(points, candidates, far_squared, margin, exhaustive, indices, squared, uncertain,
+            first, last):  # fmt: skip
+    k = indices.shape[1]
+    for i in range(first, last):
         cpu_walks.verify_row(points, candidates, i, k, squared[i], indices[i])
         uncertain[i] = not exhaustive and squared[i, k - 1] >= far_squared[i] - margin[i]
-    return indices, squared, uncertain
 
 
 def nearest_others(points: np.ndarray, k: int):
@@ -120,23 +119,22 @@ def nearest_others(points: np.ndarray, k: int):
     leaves = leaves[np.random.default_rng(0).permutation(leaves.size)]  # dense regions spread
     columns = np.ascontiguousarray(tree.points.T)
     largest = int((tree.stop - tree.start)[leaves].max())
-    with LOCK:
-        return _nearest_others(*tree.walk(), columns, leaves, largest, int(k))
-
-
-@njit(cache=True, parallel=True)
-def _nearest_others(
-    points, order, start, stop, left, right, lower, upper, low_index, columns, leaves, largest, k
-):
-    n = points.shape[0]
+    n = tree.points.shape[0]
     indices = np.empty((n, k), np.int64)
     squared = np.empty((n, k))
-    for item in prange(leaves.size):
+    in_blocks(_nearest_others, leaves.size, *tree.walk(), columns, leaves, largest, indices,
+              squared)  # fmt: skip
+    return indices, squared
+
+
+@njit(cache=True, nogil=True)
+def _nearest_others(points, order, start, stop, left, right, lower, upper, low_index, columns,
+                    leaves, largest, indices, squared, first, last):  # fmt: skip
+    for item in range(first, last):
         _leaf_neighbours(
             leaves[item], points, order, start, stop, left, right, lower, upper, low_index, columns,
-            largest, k, indices, squared,
+            largest, indices.shape[1], indices, squared,
         )  # fmt: skip
-    return indices, squared
 
 
 @njit(cache=True, inline="always")
@@ -253,22 +251,19 @@ def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):
     tree = KDTree.build(points)
     stored = np.empty_like(tree.order)
     stored[tree.order] = np.arange(tree.order.size)
-    with LOCK:
-        return _nearest_others_of(*tree.walk(), stored[rows], int(k))
-
-
-@njit(cache=True, parallel=True)
-def _nearest_others_of(
-    points, order, start, stop, left, right, lower, upper, low_index, queries, k
-):
-    indices = np.empty((queries.size, k), np.int64)
-    squared = np.empty((queries.size, k))
-    for r in prange(queries.size):
-        nodes = np.empty(STACK, np.int64)
-        bounds = np.empty(STACK)
-        cpu_walks.knn_query(
-            points, order, start, stop, left, right, lower, upper, low_index, queries[r], k,
-            squared[r],
-            indices[r], nodes, bounds,
-        )  # fmt: skip
+    indices = np.empty((len(rows), k), np.int64)
+    squared = np.empty((len(rows), k))
+    in_blocks(_nearest_others_of, len(rows), *tree.walk(), stored[rows], indices, squared)
     return indices, squared
+
+
+@njit(cache=True, nogil=True)
+def _nearest_others_of(points, order, start, stop, left, right, lower, upper, low_index, queries,
+                       indices, squared, first, last):  # fmt: skip
+    nodes = np.empty(STACK, np.int64)
+    bounds = np.empty(STACK)
+    for r in range(first, last):
+        cpu_walks.knn_query(
+            points, order, start, stop, left, right, lower, upper, low_index, queries[r],
+            indices.shape[1], squared[r], indices[r], nodes, bounds,
+        )  # fmt: skip

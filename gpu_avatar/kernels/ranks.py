@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit
 
-from . import LOCK, host_array
+from . import host_array, in_blocks, threads
 from .tree import (
     LANES,
     MARGIN,
@@ -39,7 +39,7 @@ from .tree import (
 # Up to this dimension a slot scan is one vector loop (12-D: 0.8 ns a pair-dimension); above,
 # the compiler no longer unrolls the dimensions and it is 10x slower than a row-by-row scan.
 SLOT_DIMENSIONS = 12
-_BLOCK = 64  # queries per parallel work item
+_BLOCK = 64  # queries per work item
 # Originals sharing one walk of the avatar tree, at most: a leaf is scanned, while in cache, by
 # every original of the block whose sphere crosses it; on dense clouds (balls of ~10^4
 # avatars) ~50 of 1024 originals do, ~5 of 64 (1.6x slower).
@@ -74,9 +74,11 @@ def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.
     else:  # no slots: leaves scanned row by row
         slots = ((), np.empty(0, np.int64), np.empty(0, np.int64))
     points, _, *nodes = avatars.walk()
-    with LOCK:
-        cloaking, hidden = _ranks(points, order, *nodes, *slots, x_rows, own_rows,
-                                  _block_order(order.size, block), block)  # fmt: skip
+    cloaking = np.zeros(order.size, np.int64)
+    hidden = np.zeros(order.size, np.bool_)
+    blocks = _block_order(order.size, block)
+    in_blocks(_ranks, blocks.size, points, order, *nodes, *slots, x_rows, own_rows, blocks,
+              block, cloaking, hidden)  # fmt: skip
     return cloaking[rows], hidden[rows]
 
 
@@ -127,8 +129,7 @@ def two_nearest(queries: np.ndarray, references: np.ndarray, aligned: bool = Fal
     original), so the queries are walked in the references' leaf order."""
     tree = KDTree.build(references)
     queries = host_array(queries[tree.order] if aligned else queries, np.float64)
-    with LOCK:
-        first, second, _ = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
+    first, second, _ = _run_two_nearest(tree, queries)
     return tree.unsort(first, second) if aligned else (first, second)
 
 
@@ -136,9 +137,7 @@ def nearest_reference(queries: np.ndarray, references: np.ndarray):
     """``(index, squared)``: each query's nearest row of ``references``, the lowest index
     among equally near ones, and its squared distance (``two_nearest_query``)."""
     tree = KDTree.build(references)
-    queries = host_array(queries, np.float64)
-    with LOCK:
-        first, _, nearest = _two_nearest(*tree.walk(), queries, _block_order(queries.shape[0]))
+    first, _, nearest = _run_two_nearest(tree, host_array(queries, np.float64))
     return nearest, first
 
 
@@ -147,16 +146,27 @@ def count_within(queries: np.ndarray, references: np.ndarray, radius: float, lim
     of it, counted up to ``limit`` (``count_within_query``)."""
     tree = KDTree.build(references)
     queries = host_array(queries, np.float64)
-    with LOCK:
-        return _count_within(tree.points, tree.start, tree.stop, tree.left, tree.right,
-                             tree.lower, tree.upper, queries, float(radius), int(limit),
-                             _block_order(queries.shape[0]))  # fmt: skip
+    counts = np.empty(queries.shape[0], np.int64)
+    blocks = _block_order(queries.shape[0])
+    in_blocks(_count_within, blocks.size, tree.points, tree.start, tree.stop, tree.left,
+              tree.right, tree.lower, tree.upper, queries, float(radius), int(limit), blocks,
+              counts)  # fmt: skip
+    return counts
+
+
+def _run_two_nearest(tree: KDTree, queries: np.ndarray):
+    """``(first, second, nearest)`` of ``two_nearest_query`` for every query row."""
+    n = queries.shape[0]
+    first, second, nearest = np.empty(n), np.empty(n), np.empty(n, np.int64)
+    blocks = _block_order(n)
+    in_blocks(_two_nearest, blocks.size, *tree.walk(), queries, blocks, first, second, nearest)
+    return first, second, nearest
 
 
 def _rank_block(n: int) -> int:
     """Originals per shared walk: ``_RANK_BLOCK``, fewer where that would leave under four
     work items per thread (no result depends on it)."""
-    return min(_RANK_BLOCK, max(64, n // (4 * get_num_threads())))
+    return min(_RANK_BLOCK, max(64, n // (4 * threads())))
 
 
 def box_rule(x, p, lower, upper, node, radius):
@@ -320,23 +330,23 @@ SHARED = shared(box_rule, others_in, pair_rule, rank_visit, rank_query, two_near
 
 
 # -------------------------------------------------------------------------- CPU drivers
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns, lane_order,
-           first_lane, x, own, blocks, block):  # fmt: skip
-    """``rank_query``'s results for every original, original row p's own avatar being stored
-    row p. The ``block`` originals of a work item (neighbours in space) share one depth-first
-    walk: a node is tested for each original still concerned (``active[depth]``: those its
-    parent passed on), and a leaf is scanned by each original whose sphere crosses it, while it
-    is in cache: from its slot (``KDTree.leaf_slots``) up to ``SLOT_DIMENSIONS``, else (no
-    ``columns``) row by row by ``rank_visit``, which also takes every node of duplicates."""
+           first_lane, x, own, blocks, block, cloaking, hidden, first_item,
+           last_item):  # fmt: skip
+    """``rank_query``'s results for the originals of ``blocks[first_item:last_item]``,
+    original row p's own avatar being stored row p. The ``block`` originals of a work item
+    (neighbours in space) share one depth-first walk: a node is tested for each original still
+    concerned (``active[depth]``: those its parent passed on), and a leaf is scanned by each
+    original whose sphere crosses it, while it is in cache: from its slot
+    (``KDTree.leaf_slots``) up to ``SLOT_DIMENSIONS``, else (no ``columns``) row by row by
+    ``rank_visit``, which also takes every node of duplicates."""
     n = x.shape[0]
-    cloaking = np.zeros(n, np.int64)
-    hidden = np.zeros(n, np.bool_)
-    for item in prange(blocks.size):
-        active = np.empty((STACK, block), np.int64)
-        sizes = np.empty(STACK, np.int64)
-        nodes = np.empty(STACK, np.int64)
-        depths = np.empty(STACK, np.int64)
+    active = np.empty((STACK, block), np.int64)
+    sizes = np.empty(STACK, np.int64)
+    nodes = np.empty(STACK, np.int64)
+    depths = np.empty(STACK, np.int64)
+    for item in range(first_item, last_item):
         first = blocks[item] * block
         sizes[0] = min(first + block, n) - first
         for a in range(sizes[0]):
@@ -380,7 +390,6 @@ def _ranks(y, order, start, stop, left, right, lower, upper, low_index, columns,
                 nodes[top + 1] = right[node]
                 depths[top] = depths[top + 1] = depth + 1
                 top += 2
-    return cloaking, hidden
 
 
 # called, not inlined: compiled once for all
@@ -411,32 +420,27 @@ def _scan_slot(x, p, columns, lane_order, first_lane, radius, caller):
     return count, hides
 
 
-@njit(cache=True, parallel=True)
-def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y, blocks):
-    """``two_nearest_query`` for every avatar row p."""
+@njit(cache=True, nogil=True)
+def _two_nearest(x, order, start, stop, left, right, lower, upper, low_index, y, blocks, first,
+                 second, nearest, first_item, last_item):  # fmt: skip
+    """``two_nearest_query`` for the query rows of ``blocks[first_item:last_item]``."""
     n = y.shape[0]
-    first = np.empty(n)
-    second = np.empty(n)
-    nearest = np.empty(n, np.int64)
-    for item in prange(blocks.size):
-        nodes = np.empty(STACK, np.int64)
-        bounds = np.empty(STACK)
+    nodes = np.empty(STACK, np.int64)
+    bounds = np.empty(STACK)
+    for item in range(first_item, last_item):
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
             first[p], second[p], nearest[p] = cpu_walks.two_nearest_query(
                 x, order, start, stop, left, right, lower, upper, low_index, y, p, nodes, bounds
             )
-    return first, second, nearest
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _count_within(points, start, stop, left, right, lower, upper, queries, radius, limit,
-                  blocks):  # fmt: skip
-    """``count_within_query`` for every query row p."""
+                  blocks, counts, first_item, last_item):  # fmt: skip
+    """``count_within_query`` for the query rows of ``blocks[first_item:last_item]``."""
     n = queries.shape[0]
-    counts = np.empty(n, np.int64)
-    for item in prange(blocks.size):
-        stack = np.empty(STACK, np.int64)
+    stack = np.empty(STACK, np.int64)
+    for item in range(first_item, last_item):
         for p in range(blocks[item] * _BLOCK, min((blocks[item] + 1) * _BLOCK, n)):
             counts[p] = cpu_walks.count_within_query(points, start, stop, left, right, lower,
                                                      upper, queries, p, radius, limit, stack)
-    return counts

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from types import FunctionType, ModuleType
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from . import LOCK, host_array
+from . import in_blocks
 
 LEAF_SIZE = 32
 # Lanes of a leaf slot (``KDTree.leaf_slots``): a compile-time width, so a leaf scan is one
@@ -53,10 +53,31 @@ class KDTree:
 
     @classmethod
     def build(cls, points: np.ndarray) -> KDTree:
-        points = host_array(points, np.float64)
-        with LOCK:
-            order, *nodes = _build(points, int(LEAF_SIZE))
-        return cls(points[order], order, *nodes)
+        """Nodes created, then split, in breadth-first order, the nodes of one level in
+        parallel (their rows are disjoint): the same tree whatever the number of threads."""
+        stored = np.array(points, np.float64, order="C")  # rows rearranged with ``order``
+        n, dim = stored.shape
+        capacity = 4 * (n // LEAF_SIZE + 1)
+        order = np.arange(n)
+        start = np.zeros(capacity, np.int64)
+        stop = np.zeros(capacity, np.int64)
+        left = np.full(capacity, -1, np.int64)
+        right = np.full(capacity, -1, np.int64)
+        lower = np.empty((capacity, dim))
+        upper = np.empty((capacity, dim))
+        low_index = np.empty(capacity, np.int64)
+        stop[0] = n
+        first, count = 0, 1  # the current level: nodes first .. count - 1
+        while first < count:
+            in_blocks(_boxes, count - first, stored, order, start, stop, lower, upper,
+                      low_index, first)  # fmt: skip
+            nodes = first + np.flatnonzero(stop[first:count] - start[first:count] > LEAF_SIZE)
+            children = count + 2 * np.arange(nodes.size)  # numbered in the level's order
+            left[nodes], right[nodes] = children, children + 1
+            in_blocks(_split, nodes.size, stored, order, start, stop, lower, upper, left, nodes)
+            first, count = count, count + 2 * nodes.size
+        nodes = (start, stop, left, right, lower, upper, low_index)
+        return cls(stored, order, *(array[:count].copy() for array in nodes))
 
     def walk(self):
         """The arrays the compiled searches take, in their order."""
@@ -242,23 +263,27 @@ SHARED = shared(pair_squared, squared, box_squared, children_low, push_children,
 
 # ------------------------------------------------------------------------- tree build
 @njit(inline="always")
-def _select(order, points, dim, lo, hi, kth):
-    """Quickselect: order[lo:hi] rearranged so that order[kth] holds the kth value of
-    points[:, dim], smaller-or-equal ones before it and greater-or-equal ones after (inlined:
-    compiled on its own, it would be compiled twice, once for a literal ``dim`` of 0)."""
+def _select(order, stored, dim, lo, hi, kth):
+    """Quickselect: rows lo:hi of ``stored`` (and their caller indices ``order``) rearranged so
+    that row kth holds the kth value of column ``dim``, smaller-or-equal ones before it and
+    greater-or-equal ones after. The rows move with their indices, so that every pass reads
+    memory in order, not a row at a random place of ``points`` (2x faster at 10^6 rows).
+    Inlined: compiled on its own, it would be compiled twice, once for a literal ``dim`` of 0."""
     while hi - lo > 1:
-        a = points[order[lo], dim]
-        b = points[order[(lo + hi) // 2], dim]
-        c = points[order[hi - 1], dim]
+        a = stored[lo, dim]
+        b = stored[(lo + hi) // 2, dim]
+        c = stored[hi - 1, dim]
         pivot = max(min(a, b), min(max(a, b), c))  # median of three
         i, j = lo, hi - 1
         while i <= j:
-            while points[order[i], dim] < pivot:
+            while stored[i, dim] < pivot:
                 i += 1
-            while points[order[j], dim] > pivot:
+            while stored[j, dim] > pivot:
                 j -= 1
             if i <= j:
                 order[i], order[j] = order[j], order[i]
+                for d in range(stored.shape[1]):
+                    stored[i, d], stored[j, d] = stored[j, d], stored[i, d]
                 i += 1
                 j -= 1
         if kth <= j:
@@ -269,62 +294,40 @@ def _select(order, points, dim, lo, hi, kth):
             return
 
 
-@njit(cache=True, parallel=True)
-def _build(points, leaf_size):
-    """Nodes created, then split, in breadth-first order, the nodes of one level in parallel
-    (their rows are disjoint): the same tree whatever the number of threads."""
-    n, dim = points.shape
-    order = np.arange(n)
-    capacity = 4 * (n // leaf_size + 1)
-    start = np.zeros(capacity, np.int64)
-    stop = np.zeros(capacity, np.int64)
-    left = np.full(capacity, -1, np.int64)
-    right = np.full(capacity, -1, np.int64)
-    lower = np.empty((capacity, dim))
-    upper = np.empty((capacity, dim))
-    low_index = np.empty(capacity, np.int64)
-    stop[0] = n
-    first, count = 0, 1  # the current level: nodes first .. count - 1
-    while first < count:
-        width = count - first
-        for i in prange(width):
-            node = first + i
-            s, e = start[node], stop[node]
-            lowest = order[s]
+@njit(cache=True, nogil=True)
+def _boxes(stored, order, start, stop, lower, upper, low_index, offset, first, last):
+    """The box and lowest caller index of the nodes ``offset + first .. offset + last``."""
+    dim = stored.shape[1]
+    for node in range(offset + first, offset + last):
+        s, e = start[node], stop[node]
+        lowest = order[s]
+        for d in range(dim):
+            lower[node, d] = stored[s, d]
+            upper[node, d] = stored[s, d]
+        for row in range(s + 1, e):
+            lowest = min(lowest, order[row])
             for d in range(dim):
-                lower[node, d] = points[order[s], d]
-                upper[node, d] = points[order[s], d]
-            for row in range(s + 1, e):
-                lowest = min(lowest, order[row])
-                for d in range(dim):
-                    v = points[order[row], d]
-                    # NaN-propagating: a node holding a NaN has NaN bounds, so it is
-                    # never skipped, counted whole or taken for duplicates
-                    lower[node, d] = np.minimum(lower[node, d], v)
-                    upper[node, d] = np.maximum(upper[node, d], v)
-            low_index[node] = lowest
-        children = np.full(width, -1, np.int64)
-        following = count
-        for i in range(width):  # children numbered in the level's order
-            if stop[first + i] - start[first + i] > leaf_size:
-                children[i] = following
-                following += 2
-        for i in prange(width):
-            if children[i] < 0:
-                continue
-            node = first + i
-            s, e = start[node], stop[node]
-            widest = 0
-            for d in range(1, dim):
-                if upper[node, d] - lower[node, d] > upper[node, widest] - lower[node, widest]:
-                    widest = d
-            middle = (s + e) // 2
-            _select(order, points, widest, s, e, middle)
-            left[node], right[node] = children[i], children[i] + 1
-            start[children[i]], stop[children[i]] = s, middle
-            start[children[i] + 1], stop[children[i] + 1] = middle, e
-        first, count = count, following
-    return (order, start[:count].copy(), stop[:count].copy(), left[:count].copy(),
-            right[:count].copy(), lower[:count].copy(), upper[:count].copy(),
-            low_index[:count].copy())  # fmt: skip
+                v = stored[row, d]
+                # NaN-propagating: a node holding a NaN has NaN bounds, so it is
+                # never skipped, counted whole or taken for duplicates
+                lower[node, d] = np.minimum(lower[node, d], v)
+                upper[node, d] = np.maximum(upper[node, d], v)
+        low_index[node] = lowest
 
+
+@njit(cache=True, nogil=True)
+def _split(stored, order, start, stop, lower, upper, left, nodes, first, last):
+    """Split ``nodes[first:last]`` at the median of their widest axis into their children
+    ``left[node]`` and the next."""
+    for i in range(first, last):
+        node = nodes[i]
+        s, e = start[node], stop[node]
+        widest = 0
+        for d in range(1, stored.shape[1]):
+            if upper[node, d] - lower[node, d] > upper[node, widest] - lower[node, widest]:
+                widest = d
+        middle = (s + e) // 2
+        _select(order, stored, widest, s, e, middle)
+        child = left[node]
+        start[child], stop[child] = s, middle
+        start[child + 1], stop[child + 1] = middle, e

@@ -28,8 +28,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..encoding import TableEncoder
+from ..kernels import on_threads
 from ..metrics.signal import SHARE_FLOOR
-from ..synthesis import calibration_uniforms, on_cores
+from ..synthesis import calibration_uniforms
 
 
 def calibrate_shares(
@@ -76,7 +77,7 @@ def calibrate_shares(
             apply_changes(order, rows, values, avatars[j], need)
             done += order.size
 
-    on_cores(one, range(len(variables)))
+    on_threads(one, range(len(variables)))
     out = avatar_codes.copy()
     for (code, indicator, m), values in zip(variables, avatars, strict=True):
         if indicator is not None:

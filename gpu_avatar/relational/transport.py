@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..kernels import LOCK, host_array
+from ..kernels import host_array
 
 
 def transport(cost: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -19,8 +19,7 @@ def transport(cost: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     room), found by Bellman-Ford over the parents (edge p -> q: the cheapest move of one of
     p's children to q). Each step keeps the assignment optimal for the children placed so far
     (no negative cycle), so the last is optimal: the same total cost as the dense solver."""
-    with LOCK:
-        return _transport(host_array(cost, np.float64), host_array(capacity, np.int64))
+    return _transport(host_array(cost, np.float64), host_array(capacity, np.int64))
 
 
 _TRANSPORT_TOLERANCE = 1e-12  # relative: what a path must gain over another to replace it
