@@ -6,12 +6,10 @@ and the notice is once a process.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_python import run_fresh
 
 from gpu_avatar.kernels import COMPILE_NOTICE
 
@@ -33,17 +31,7 @@ with steps.step("modalities"):  # another kernel compiles: no second notice
 
 
 def _stderr(cache: Path, progress: str) -> str:
-    environment = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-    completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT, progress],
-        cwd=Path(__file__).resolve().parents[1],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return completed.stderr
+    return run_fresh(SCRIPT, progress, cache=cache).stderr
 
 
 def test_a_cold_cache_is_announced_once_above_the_bar(tmp_path):

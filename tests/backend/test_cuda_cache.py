@@ -7,13 +7,10 @@ is stood in for: its compute capability, a context, and loading the cubin (``bin
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_python import last_json, run_fresh
 
 pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 
@@ -43,18 +40,7 @@ print(json.dumps(report))
 
 
 def _run(cache: Path, mode: str) -> dict:
-    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    environment["NUMBA_CACHE_DIR"] = str(cache)
-    completed = subprocess.run(
-        [sys.executable, "-c", CACHE_SCRIPT, mode],
-        cwd=Path(__file__).resolve().parents[2],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return last_json(run_fresh(CACHE_SCRIPT, mode, cache=cache, simulator=False, timeout=600))
 
 
 def test_a_second_process_loads_every_cuda_kernel_from_the_disk_cache(tmp_path):

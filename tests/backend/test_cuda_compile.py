@@ -8,13 +8,8 @@ the suite imports numba-cuda in its simulator mode.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from fresh_python import last_json, run_fresh
 
 pytestmark = pytest.mark.slow  # end-to-end: deselect with -m 'not slow'
 
@@ -56,17 +51,7 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def compiled() -> dict:
-    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    completed = subprocess.run(
-        [sys.executable, "-c", COMPILE_SCRIPT],
-        cwd=Path(__file__).resolve().parents[2],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return last_json(run_fresh(COMPILE_SCRIPT, simulator=False))
 
 
 def test_every_kernel_compiles_for_sm_90_without_spills(compiled):

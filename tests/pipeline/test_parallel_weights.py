@@ -11,8 +11,15 @@ import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar import synthesis
+from gpu_avatar import kernels, synthesis
 from gpu_avatar.synthesis import RANDOM_BLOCK
+
+
+def use_threads(monkeypatch, count: int) -> None:
+    """Blocks on ``count`` threads, whatever the cores of the runner (``kernels.threads``: the
+    pool's size, and the window of ``synthesize``)."""
+    monkeypatch.setattr(kernels, "threads", lambda: count)
+    monkeypatch.setattr(synthesis, "threads", lambda: count)
 
 
 def serial_weights(distances, seed, first_row, zero_distance):
@@ -37,7 +44,7 @@ def serial_weights(distances, seed, first_row, zero_distance):
     "rows", [RANDOM_BLOCK - 5, RANDOM_BLOCK, 2 * RANDOM_BLOCK + 17, 5 * RANDOM_BLOCK]
 )
 def test_blocks_on_threads_give_the_serial_bits(rows, monkeypatch):
-    monkeypatch.setattr(synthesis, "_cores", lambda: 4)  # threads even on a 1-core runner
+    use_threads(monkeypatch, 4)  # threads even on a 1-core runner
     threads, generator = set(), synthesis._block_generator
 
     def spy(*args):
@@ -66,13 +73,13 @@ def test_k_20_over_sixteen_blocks(monkeypatch):
     expected = serial_weights(distances, seed, 0, "paper")
     got = synthesis.random_weights(distances, seed, 0, "paper")
     np.testing.assert_array_equal(got.view(np.uint64), expected.view(np.uint64))
-    monkeypatch.setattr(synthesis, "_cores", lambda: 3)
+    use_threads(monkeypatch, 3)
     got = synthesis.random_weights(distances, seed, 0, "paper")
     np.testing.assert_array_equal(got.view(np.uint64), expected.view(np.uint64))
 
 
 def test_an_error_in_a_block_is_raised(monkeypatch):
-    monkeypatch.setattr(synthesis, "_cores", lambda: 2)
+    use_threads(monkeypatch, 2)
 
     def broken(uniforms):
         raise RuntimeError("block failed")
@@ -92,6 +99,6 @@ def test_avatars_do_not_depend_on_the_number_of_cores(monkeypatch):
                        "c": rng.choice(list("xyz"), n)})
     avatars = []
     for cores in (1, 4):
-        monkeypatch.setattr(synthesis, "_cores", lambda cores=cores: cores)
+        use_threads(monkeypatch, cores)
         avatars.append(ga.avatarize(df, k=5, seed=3).sensitive_unshuffled_avatars)
     pd.testing.assert_frame_equal(*avatars)
