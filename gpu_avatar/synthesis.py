@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import parallel
 from .backend import Backend
 from .errors import AvatarError
-from .kernels import on_threads, threads
+from .parallel import on_threads
 from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
@@ -137,7 +138,8 @@ def synthesize(
     out_continuous = xp.empty(continuous.shape, dtype=xp.float64)
     out_codes = xp.empty(codes.shape, dtype=xp.int64)
     kept = np.empty((n, k)) if keep_weights else None
-    window = RANDOM_BLOCK * threads()  # the random numbers of a window: a block per thread
+    # the random numbers of a window: a block per thread
+    window = RANDOM_BLOCK * parallel.thread_count()
     for start in range(0, n, window):
         stop = min(start + window, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])

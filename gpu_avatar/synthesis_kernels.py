@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kernels import host_array, in_blocks
+from .kernels import host_array
 from .kernels.tree import cpu_walks, exact_add, exact_mul, shared
+from .parallel import in_blocks
 
 
 def synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_continuous,

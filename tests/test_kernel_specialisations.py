@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba.core.dispatcher import Dispatcher
 
-from gpu_avatar import kernels, synthesis_kernels
+from gpu_avatar import parallel, synthesis_kernels
 from gpu_avatar.kernels import knn, mixed, ranks, tree
 from gpu_avatar.projection import modalities
 from gpu_avatar.relational import transport
@@ -121,13 +121,12 @@ def test_the_shared_walks_compile_only_inline():
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda case: case[0])
 def test_each_cpu_kernel_gives_the_same_bits_on_any_number_of_threads(case, monkeypatch):
-    """``kernels.in_blocks`` splits the work items by thread count (and the rank walk its
+    """``parallel.in_blocks`` splits the work items by thread count (and the rank walk its
     blocks of originals): one thread, three or seven, the same results."""
     name, driver, arguments, _ = case
     results = []
     for count in (1, 3, 7):
-        for module in (kernels, ranks):
-            monkeypatch.setattr(module, "threads", lambda count=count: count)
+        monkeypatch.setattr(parallel, "thread_count", lambda count=count: count)
         results.append(_results(driver(*arguments)))
     for other in results[1:]:
         for want, have in zip(results[0], other, strict=True):

@@ -8,9 +8,9 @@
 - ``mixed.py``: the attacks' scan for the nearest references by the mixed-type distance;
 - ``cpu.py`` and ``cuda.py``: the two drivers, the same functions with the same signatures,
   one of which is ``Backend.kernels``: on the CPU the walks run over ranges of work items
-  (``in_blocks``: GIL-free kernels on Python threads; each item writes its own results, so no
-  result depends on the thread count; the attacks' scan alone on numba's parallel loop,
-  ``mixed.py`` says why); on the GPU they are compiled by numba-cuda, one CUDA thread
+  (``parallel.in_blocks``: GIL-free kernels on Python threads; each item writes its own
+  results, so no result depends on the thread count; the attacks' scan alone on numba's
+  parallel loop, ``mixed.py`` says why); on the GPU they are compiled by numba-cuda, one CUDA thread
   per query (the attacks' scan: several, over reference tiles in shared memory).
 
 Compiled passes that serve one caller live next to it: ``synthesis_kernels.py`` (also run by
@@ -21,11 +21,6 @@ CPU drivers pass their kernels ``host_array``s and Python ints, so that each ker
 once whatever arrays the caller has.
 """
 
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-
-import numba
 import numpy as np
 from numba.core import event
 
@@ -62,33 +57,3 @@ def host_array(values, dtype) -> np.ndarray:
     array = np.ascontiguousarray(values, dtype=dtype)
     return array if array.flags.writeable else array.copy()
 
-
-def threads() -> int:
-    """The threads the CPU kernels run on: numba's thread count of the calling thread (set per
-    Dask task by ``distributed.cluster.on_worker``), at most the cores this process may use."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(numba.get_num_threads(), cores or 1))
-
-
-def on_threads(task: Callable[[int], None], starts) -> None:
-    """``task(start)`` for every start, on ``threads()`` threads. Each task writes its own
-    results, so the order the tasks run in changes no bit; numpy's generators and array
-    operations, and the GIL-free (``nogil``) kernels, release the GIL while they run."""
-    workers = min(len(starts), threads())
-    if workers < 2:
-        for start in starts:
-            task(start)
-        return
-    with ThreadPoolExecutor(workers) as pool:
-        for done in [pool.submit(task, start) for start in starts]:
-            done.result()  # a task's error raised here
-
-
-def in_blocks(kernel, items: int, *arguments) -> None:
-    """``kernel(*arguments, first, last)`` over consecutive ranges covering items ``0..items``,
-    eight ranges a thread (the items cost unevenly): the CPU drivers' parallel loop. A kernel
-    is compiled ``nogil`` and serial: numba's ``parallel=True`` would cost about 1-3 s of
-    compilation a kernel (its gufunc lowering), a third of the first run's."""
-    size = max(1, -(-items // (8 * threads())))
-    on_threads(lambda first: kernel(*arguments, first, min(first + size, items)),
-               range(0, items, size))  # fmt: skip

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import host_array, in_blocks
+from ..parallel import in_blocks
+from . import host_array
 from .tree import (
     MARGIN,
     STACK,

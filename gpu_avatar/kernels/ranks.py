@@ -20,7 +20,9 @@ from dataclasses import replace
 import numpy as np
 from numba import njit
 
-from . import host_array, in_blocks, threads
+from .. import parallel
+from ..parallel import in_blocks
+from . import host_array
 from .tree import (
     LANES,
     MARGIN,
@@ -166,7 +168,7 @@ def _run_two_nearest(tree: KDTree, queries: np.ndarray):
 def _rank_block(n: int) -> int:
     """Originals per shared walk: ``_RANK_BLOCK``, fewer where that would leave under four
     work items per thread (no result depends on it)."""
-    return min(_RANK_BLOCK, max(64, n // (4 * threads())))
+    return min(_RANK_BLOCK, max(64, n // (4 * parallel.thread_count())))
 
 
 def box_rule(x, p, lower, upper, node, radius):

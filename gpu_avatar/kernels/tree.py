@@ -20,7 +20,7 @@ from types import FunctionType, ModuleType
 import numpy as np
 from numba import njit
 
-from . import in_blocks
+from ..parallel import in_blocks
 
 LEAF_SIZE = 32
 # Lanes of a leaf slot (``KDTree.leaf_slots``): a compile-time width, so a leaf scan is one

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..encoding import TableEncoder
-from ..kernels import on_threads
 from ..metrics.signal import SHARE_FLOOR
+from ..parallel import on_threads
 from ..synthesis import calibration_uniforms
 
 

@@ -11,15 +11,13 @@ import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar import kernels, synthesis
+from gpu_avatar import parallel, synthesis
 from gpu_avatar.synthesis import RANDOM_BLOCK
 
 
 def use_threads(monkeypatch, count: int) -> None:
-    """Blocks on ``count`` threads, whatever the cores of the runner (``kernels.threads``: the
-    pool's size, and the window of ``synthesize``)."""
-    monkeypatch.setattr(kernels, "threads", lambda: count)
-    monkeypatch.setattr(synthesis, "threads", lambda: count)
+    """Blocks on ``count`` threads, whatever the cores of the runner."""
+    monkeypatch.setattr(parallel, "thread_count", lambda: count)
 
 
 def serial_weights(distances, seed, first_row, zero_distance):
