@@ -97,7 +97,8 @@ def walk_rows(avatars: KDTree, avatar_ids, original_ids, coordinates):
     n = avatar_ids.size
     if np.any(avatar_ids[1:] <= avatar_ids[:-1]):
         raise ValueError("avatar_ids must be strictly ascending: sort the avatars by index")
-    if np.unique(original_ids).size != original_ids.size:
+    ascending = bool(np.all(original_ids[1:] > original_ids[:-1]))  # distinct (in memory: all)
+    if not ascending and np.unique(original_ids).size != original_ids.size:
         raise ValueError("original_ids must be distinct: give each original once")
     labelled = replace(avatars, order=avatar_ids[avatars.order],
                        low_index=avatar_ids[avatars.low_index])  # fmt: skip
