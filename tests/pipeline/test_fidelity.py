@@ -16,6 +16,7 @@ import gpu_avatar as ga
 from gpu_avatar.demo import load_hospital_database
 from gpu_avatar.encoding.rare import RareModalities
 from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS
+from gpu_avatar.pipeline import calibration
 
 SEEDS = range(5)
 
@@ -83,6 +84,23 @@ def test_the_avatars_made_missing_are_those_whose_neighbours_are():
     assert avatars["z"][avatars["y"].isna()].mean() > 1.5
     again = ga.avatarize(df, k=20, seed=0).sensitive_unshuffled_avatars
     pd.testing.assert_frame_equal(avatars, again)
+
+
+def test_codes_gathered_narrow_or_wide_give_the_same_avatars(monkeypatch):
+    """The calibration gathers the codes as int16 (int32 above 32,767 modalities): both give
+    the avatars of the other, bit for bit."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    df = pd.DataFrame({"x": rng.normal(size=n), "g": rng.choice(list("abcdefg"), n,
+                                                                p=[.4, .2, .2, .1, .05, .03, .02]),
+                       "y": np.where(rng.random(n) < 0.08, np.nan, rng.normal(size=n))})
+    assert calibration._narrowest(32767) is np.int16 and calibration._narrowest(32768) is np.int32
+    narrow = ga.avatarize(df, k=10, seed=2).sensitive_unshuffled_avatars
+    monkeypatch.setattr(calibration, "_narrowest", lambda top: np.int32)
+    wide = ga.avatarize(df, k=10, seed=2).sensitive_unshuffled_avatars
+    pd.testing.assert_frame_equal(narrow, wide)
+    drawn = ga.avatarize(df, k=10, seed=2, calibrate_shares=False).sensitive_unshuffled_avatars
+    assert not drawn.equals(narrow)  # the calibration did change avatars
 
 
 def test_a_value_held_by_fewer_than_k_rows_is_never_raised(tmp_path):
