@@ -50,17 +50,17 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
         engine = _auto_engine(backend, n, k)
     if engine == "brute":
         indices, squared = _brute(points, k, backend)
-        return indices, xp.sqrt(squared)
+        return indices, xp.sqrt(squared, out=squared)  # in place: no second (n, k) array
     if engine in ("kdtree", "numba"):
         indices, squared = _tree_neighbours(points, k, backend)
-        return indices, xp.sqrt(squared)
+        return indices, xp.sqrt(squared, out=squared)
     candidates, far_squared, margin = _PROPOSERS[engine](points, min(k + 2, n), backend)
     indices, squared, uncertain = backend.kernels.verify_candidates(
         backend, points, candidates, far_squared, margin, k
     )
     if uncertain.size:
         indices[uncertain], squared[uncertain] = _tree_neighbours(points, k, backend, uncertain)
-    return indices, xp.sqrt(squared)
+    return indices, xp.sqrt(squared, out=squared)
 
 
 def _tree_neighbours(points, k: int, backend: Backend, rows=None):
