@@ -48,8 +48,9 @@ def gpu_cluster(**settings: Any):
 
 
 def on_worker(function: Callable, *arguments: Any) -> Any:
-    """Run ``function`` in a Dask task with numba's parallel code on as many threads as the
-    worker has (not on every core of the machine, in every worker)."""
+    """Run ``function`` in a Dask task with the CPU kernels' thread pool
+    (``parallel.thread_count``, which reads numba's count) on as many threads as the worker has
+    (not on every core of the machine, in every worker)."""
     import numba
 
     distributed = distributed_module()

@@ -56,4 +56,3 @@ def host_array(values, dtype) -> np.ndarray:
     again for each other dtype, memory layout or read-only flag of an argument."""
     array = np.ascontiguousarray(values, dtype=dtype)
     return array if array.flags.writeable else array.copy()
-

@@ -65,7 +65,7 @@ _MIXED_REFERENCES = 2048  # references per block: a block stays in cache across 
 # The one kernel left on numba's parallel loop (``in_blocks`` runs the others): compiled
 # serially, this scan runs 1.3x slower (attacks on 3 x 10^4 rows: 43.0 s against 35.6 s), as
 # numba's parallel lowering compiles the loop body apart, with more facts about its arrays. Its
-# 1-3 s of extra compilation is paid only by the attacks. numba's default threading layer
+# 1-4 s of extra compilation is paid only by the attacks. numba's default threading layer
 # refuses concurrent parallel calls: the lock serialises them.
 _PARALLEL_LOCK = threading.Lock()
 
@@ -74,12 +74,11 @@ def nearest_mixed(references: np.ndarray, categorical: np.ndarray, queries: np.n
     """(n_queries, k) indices and mixed distances of each query's k nearest references,
     ordered by (distance, index): ``nearest_mixed_scan`` over the references block by block
     (in index order, so ties still go to the lower index), queries in parallel."""
-    references = np.ascontiguousarray(references, dtype=np.float64)
+    references = host_array(references, np.float64)
+    categorical, queries = host_array(categorical, np.bool_), host_array(queries, np.float64)
     with _PARALLEL_LOCK:
-        references = host_array(references, np.float64)
-        return _nearest_mixed(references.ravel(), references.shape[0],
-                              host_array(categorical, np.bool_),
-                              host_array(queries, np.float64), int(k))
+        return _nearest_mixed(references.ravel(), references.shape[0], categorical, queries,
+                              int(k))  # fmt: skip
 
 
 @njit(cache=True, parallel=True)

@@ -50,8 +50,9 @@ def calibrate_shares(
     if not variables:
         return avatar_codes
     n = len(original_codes)
-    narrow = _narrowest(max(m for *_, m in variables))
-    original = np.stack([_combined(original_codes, *v).astype(narrow) for v in variables])
+    original = np.empty((len(variables), n), _narrowest(max(m for *_, m in variables)))
+    for j, variable in enumerate(variables):
+        original[j] = _combined(original_codes, *variable)
     avatars = np.stack([_combined(avatar_codes, *v) for v in variables])
     neighbours = np.ascontiguousarray(neighbours, dtype=np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.float64)

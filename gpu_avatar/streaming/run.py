@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .. import parallel
 from ..backend import resolve_backend
 from ..encoding.rare import RareModalities
 from ..errors import AvatarError
@@ -165,8 +166,6 @@ def write_part(frame: pd.DataFrame, schema: pa.Schema, store: Store, names: tupl
 def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     """Avatarize one batch and write its part under ``task.written``; returns its summary
     (rows, metrics, timings). Run by the local loop and, unchanged, by the Dask tasks."""
-    import numba  # the kernels' own import: not at gpu_avatar's
-
     started = time.perf_counter()
     timings: dict[str, float] = {}
     frame = load_batch(task, context)
@@ -214,7 +213,7 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
         **({} if repaired is None else {"rules_rows_repaired": repaired}),
         "seconds": time.perf_counter() - started,
         "timings": timings,
-        "threads": numba.get_num_threads(),  # numba's parallel code, on this worker
+        "threads": parallel.thread_count(),  # the CPU kernels' pool, on this worker
     }
 
 
