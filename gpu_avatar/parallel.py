@@ -40,12 +40,13 @@ def thread_count() -> int:
     return max(1, min(numba.get_num_threads(), _cores()))
 
 
-def on_threads(task: Callable[[int], None], starts) -> None:
-    """``task(start)`` for every start, on ``thread_count()`` threads. Each task writes its own
-    results, so the order the tasks run in changes no bit; numpy's generators and array
-    operations, and the GIL-free (``nogil``) kernels, release the GIL while they run. The first
-    error is raised once the running tasks end; the tasks not started are dropped."""
-    workers = min(len(starts), thread_count())
+def on_threads(task: Callable[[int], None], starts, threads: int | None = None) -> None:
+    """``task(start)`` for every start, on ``threads`` threads (default ``thread_count()``).
+    Each task writes its own results, so the order the tasks run in changes no bit; numpy's
+    generators and array operations, and the GIL-free (``nogil``) kernels, release the GIL
+    while they run. The first error is raised once the running tasks end; the tasks not
+    started are dropped."""
+    workers = min(len(starts), thread_count() if threads is None else threads)
     if workers < 2:
         for start in starts:
             task(start)
@@ -71,6 +72,7 @@ def in_blocks(kernel, items: int, *arguments) -> None:
     eight ranges a thread (the items cost unevenly): the CPU kernels' parallel loop. A kernel
     is compiled ``nogil`` and serial: numba's ``parallel=True`` costs 1-4 s of compilation a
     kernel (its gufunc lowering); without it the first run compiles in half the time."""
-    size = max(1, -(-items // (8 * thread_count())))
+    threads = thread_count()
+    size = max(1, -(-items // (8 * threads)))
     on_threads(lambda first: kernel(*arguments, first, min(first + size, items)),
-               range(0, items, size))  # fmt: skip
+               range(0, items, size), threads)  # fmt: skip

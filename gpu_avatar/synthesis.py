@@ -26,7 +26,6 @@ import numpy as np
 from . import parallel
 from .backend import Backend
 from .errors import AvatarError
-from .parallel import on_threads
 from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
@@ -62,7 +61,7 @@ def random_weights(
         raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
         weights[start:stop] = raw / raw.sum(axis=1, keepdims=True)
 
-    on_threads(block, range(0, b, RANDOM_BLOCK))
+    parallel.on_threads(block, range(0, b, RANDOM_BLOCK))
     return weights
 
 
@@ -97,7 +96,7 @@ def draw_uniforms(
         rng = _block_generator(seed, _STREAM_DRAWS, (first_row + start) // RANDOM_BLOCK)
         out[start:stop] = rng.random((stop - start, n_columns))
 
-    on_threads(block, range(0, n_rows, RANDOM_BLOCK))
+    parallel.on_threads(block, range(0, n_rows, RANDOM_BLOCK))
     return out
 
 

@@ -21,7 +21,6 @@ import numpy as np
 from numba import njit
 
 from .. import parallel
-from ..parallel import in_blocks
 from . import host_array
 from .tree import (
     LANES,
@@ -79,8 +78,8 @@ def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.
     cloaking = np.zeros(order.size, np.int64)
     hidden = np.zeros(order.size, np.bool_)
     blocks = _block_order(order.size, block)
-    in_blocks(_ranks, blocks.size, points, order, *nodes, *slots, x_rows, own_rows, blocks,
-              block, cloaking, hidden)  # fmt: skip
+    parallel.in_blocks(_ranks, blocks.size, points, order, *nodes, *slots, x_rows, own_rows,
+                       blocks, block, cloaking, hidden)  # fmt: skip
     return cloaking[rows], hidden[rows]
 
 
@@ -151,9 +150,9 @@ def count_within(queries: np.ndarray, references: np.ndarray, radius: float, lim
     queries = host_array(queries, np.float64)
     counts = np.empty(queries.shape[0], np.int64)
     blocks = _block_order(queries.shape[0])
-    in_blocks(_count_within, blocks.size, tree.points, tree.start, tree.stop, tree.left,
-              tree.right, tree.lower, tree.upper, queries, float(radius), int(limit), blocks,
-              counts)  # fmt: skip
+    parallel.in_blocks(_count_within, blocks.size, tree.points, tree.start, tree.stop,
+                       tree.left, tree.right, tree.lower, tree.upper, queries, float(radius),
+                       int(limit), blocks, counts)  # fmt: skip
     return counts
 
 
@@ -162,7 +161,8 @@ def _run_two_nearest(tree: KDTree, queries: np.ndarray):
     n = queries.shape[0]
     first, second, nearest = np.empty(n), np.empty(n), np.empty(n, np.int64)
     blocks = _block_order(n)
-    in_blocks(_two_nearest, blocks.size, *tree.walk(), queries, blocks, first, second, nearest)
+    parallel.in_blocks(_two_nearest, blocks.size, *tree.walk(), queries, blocks, first, second,
+                       nearest)  # fmt: skip
     return first, second, nearest
 
 
