@@ -50,7 +50,14 @@ from ..streaming.run import (
 )
 from ..streaming.source import open_source
 from ..streaming.store import Store
-from .cluster import client_for, distributed_module, failure_text, on_worker, task_resources
+from .cluster import (
+    client_for,
+    cluster_workers,
+    distributed_module,
+    failure_text,
+    on_worker,
+    task_resources,
+)
 
 DYING = "its workers kept dying, most often over their memory limit"
 SOURCE_WRITTEN = "_WRITTEN"  # the dask.dataframe source is whole: its token (a resume reuses it)
@@ -65,7 +72,7 @@ class DaskScheduler:
                  written_source: bool = False) -> None:
         self.client = client
         self.retries = retries
-        self.resources = task_resources(client, backend)
+        self.resources = task_resources(cluster_workers(client), backend)
         self.written_source = written_source  # the source is <destination>/_source, ours
         self.run = uuid.uuid4().hex[:12]
         self.maps = 0  # keys stay unique over the calls of ``map``

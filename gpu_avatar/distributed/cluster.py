@@ -66,13 +66,19 @@ def on_worker(function: Callable, *arguments: Any) -> Any:
         numba.set_num_threads(before)
 
 
-def task_resources(client: Any, backend: str) -> dict[str, int] | None:
-    """``{"GPU": 1}`` for the tasks of ``backend="gpu"`` (refused when no worker declares a
-    GPU), and of ``"auto"`` where workers declare GPUs; None for the CPU."""
+def cluster_workers(client: Any) -> dict[str, dict]:
+    """The scheduler's facts about each worker (address -> threads, resources, ...): one call
+    to the scheduler."""
+    return client.scheduler_info().get("workers", {})
+
+
+def task_resources(workers: dict[str, dict], backend: str) -> dict[str, int] | None:
+    """``{"GPU": 1}`` for the tasks of ``backend="gpu"`` (refused when none of the
+    ``workers``, from ``cluster_workers``, declares a GPU), and of ``"auto"`` where workers
+    declare GPUs; None for the CPU."""
     if backend == "cpu":
         return None
-    workers = client.scheduler_info().get("workers", {}).values()
-    declared = any(w.get("resources", {}).get(GPU) for w in workers)
+    declared = any(w.get("resources", {}).get(GPU) for w in workers.values())
     if backend == "auto":
         return {GPU: 1} if declared else None
     if not declared:

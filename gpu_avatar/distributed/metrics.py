@@ -40,7 +40,14 @@ from ..metrics.privacy import privacy_metrics as local_privacy_metrics
 from ..metrics.reductions import DistanceRanks, host_ranks
 from ..neighbours.distances import rowwise_squared
 from ..parameters import MetricOptions, metric_options
-from .cluster import client_for, distributed_module, failure_text, on_worker, task_resources
+from .cluster import (
+    client_for,
+    cluster_workers,
+    distributed_module,
+    failure_text,
+    on_worker,
+    task_resources,
+)
 
 RETRIES = 2  # a region's task run again after a failure (a lost worker)
 
@@ -107,8 +114,9 @@ class _Tasks:
 
     def __init__(self, client: Any, backend: str) -> None:
         self.client, self.backend = client, backend
-        self.worker_count = len(client.scheduler_info().get("workers", {}))
-        self.resources = task_resources(client, backend)
+        workers = cluster_workers(client)
+        self.worker_count = len(workers)
+        self.resources = task_resources(workers, backend)
         self.labels: dict = {}
 
     def start(self, batch: list) -> list:

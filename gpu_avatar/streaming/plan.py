@@ -73,9 +73,9 @@ def plan_parquet(
         raise AvatarError("batch_size is required: the number of rows avatarized at once")
     source_ = open_source(source, storage_options)
     sequence = seed_sequence(parameters.seed)
-    plan, scan = make_plan(source_, parameters.batch_size, sequence, parameters.types,
-                           parameters.imputation, RareModalities.of(parameters))
+    plan, _ = make_plan(source_, parameters.batch_size, sequence, parameters.types,
+                        parameters.imputation, RareModalities.of(parameters))
     if plan.batches is None:
         return [np.arange(plan.n_rows)]
     order = plan_order(plan.n_rows, sequence)
-    return split_plan(order, np.unique(order[scan.covering]), parameters.batch_size)
+    return split_plan(order, plan.batches.covering_rows, parameters.batch_size)

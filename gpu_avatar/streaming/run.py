@@ -431,10 +431,7 @@ def avatarize_parquet(
         "format": MANIFEST_FORMAT,
         "source": {"path": source_.fs.unstrip_protocol(source_.path),
                    "files": source_.fingerprint(), "rows": n},
-        "parameters": {
-            **_json_parameters(parameters.replace(backend=backend_.name)),
-            "metrics": bool(metrics),
-        },
+        "parameters": _recorded_parameters(parameters, backend_.name, metrics),
         "seed": int(sequence.entropy),
         "rows_per_part": plan.sizes,
         "parts": [part_name(b) for b in range(plan.n_batches)],
@@ -547,8 +544,7 @@ def finished_run(store: Store, parameters: AvatarParameters, metrics: bool,
     """The run ``store`` holds, finished, when it was made with these parameters (what a
     resume of a finished run returns), else the error saying what differs."""
     manifest = json.loads(store.read_text(MANIFEST))
-    backend = resolve_backend(parameters.backend).name
-    asked = {**_json_parameters(parameters.replace(backend=backend)), "metrics": bool(metrics)}
+    asked = _recorded_parameters(parameters, resolve_backend(parameters.backend).name, metrics)
     if parameters.seed is None:
         asked["seed"] = manifest["parameters"].get("seed")
     differences = sorted(k for k in asked if manifest["parameters"].get(k) != asked[k])
@@ -558,9 +554,11 @@ def finished_run(store: Store, parameters: AvatarParameters, metrics: bool,
     return _result(store, manifest, {}, storage_options)
 
 
-def _json_parameters(parameters: AvatarParameters) -> dict[str, Any]:
-    """The parameters as the manifest records them (JSON: column names as text)."""
-    values = parameters.as_dict()
+def _recorded_parameters(parameters: AvatarParameters, backend: str,
+                         metrics: bool) -> dict[str, Any]:  # fmt: skip
+    """The parameters as the manifest records them (JSON: column names as text), with the
+    backend resolved and whether the batches' metrics were measured."""
+    values = {**parameters.replace(backend=backend).as_dict(), "metrics": bool(metrics)}
     values["types"] = {str(c): v for c, v in values["types"].items()}
     values["column_weights"] = {str(c): w for c, w in values["column_weights"].items()}
     return values
