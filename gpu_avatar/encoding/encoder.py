@@ -193,9 +193,14 @@ class TableEncoder:
                               f"part's {self.columns_}")
         for name, spec in other.specs_.items():
             self.specs_[name].merge(spec)
+        self._derive_all()
+        return self
+
+    def _derive_all(self) -> None:
+        """What every column's counts decide (modality order, rare groups, indicators), again
+        after rows were added."""
         for spec in self.specs_.values():
             _derive(spec, self.missing_indicators, self.rare)
-        return self
 
     def fit(self, df: pd.DataFrame) -> TableEncoder:
         self._fit(df)
@@ -255,8 +260,7 @@ class TableEncoder:
             elif spec.kind == CONTINUOUS:
                 _add_precision(spec, series, missing)
             self.specs_[name] = spec
-        for spec in self.specs_.values():
-            _derive(spec, self.missing_indicators, self.rare)
+        self._derive_all()
         return {name: _grouped(self.specs_[name], _positions(self.specs_[name], *column))
                 for name, column in codes.items()}
 

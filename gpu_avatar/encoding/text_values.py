@@ -30,6 +30,7 @@ from ..parsing import (
     to_numbers,
     written_date_format,
 )
+from .precision import finer_decimals
 
 SECONDS_PER_DAY = 86400
 _NANOS = 10**9
@@ -114,8 +115,7 @@ class TextValues:
     def merge(self, other: TextValues) -> None:
         """Add what ``other`` (a ``blank`` of this one) learnt from other rows."""
         self.times = max(self.times, other.times)
-        self.decimals = None if None in (self.decimals, other.decimals) else max(
-            self.decimals, other.decimals)
+        self.decimals = finer_decimals(self.decimals, other.decimals)
         if self.date_format is None:
             self.date_format = other.date_format
 

@@ -201,9 +201,11 @@ class BatchPlan:
 
     def locate(self, rows: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(batch, position in the batch) of each row of ids ``rows`` and plan ``ranks``."""
-        covered = np.isin(rows, self.covering_rows)
-        batch = np.zeros(rows.size, dtype=np.int64)
         slot = np.searchsorted(self.covering_rows, rows)  # right for the covered rows
+        covered = np.zeros(rows.size, dtype=bool)  # one search tells both
+        inside = slot < self.covering_rows.size
+        covered[inside] = self.covering_rows[slot[inside]] == rows[inside]
+        batch = np.zeros(rows.size, dtype=np.int64)
         rest = ranks[~covered] - np.searchsorted(self.covering_ranks, ranks[~covered])
         batch[~covered] = np.searchsorted(self.cuts, rest, side="right")
         starts = np.concatenate([[0], self.cuts[:-1]])
