@@ -166,16 +166,16 @@ def _written_source(frame: Any, store: Store, storage_options: Mapping | None,
     return url
 
 
-def _refuse_process_local(location: Any, storage_options: Mapping | None, client: Any) -> None:
-    """``memory://`` lives in one process: refuse it when workers run in others."""
-    store = Store.open(location, storage_options)
-    if "memory" not in str(store.fs.protocol):
+def _refuse_process_local(places: list[tuple[Any, Any]], client: Any) -> None:
+    """``memory://`` lives in one process: refuse it when workers run in others. ``places``:
+    the (filesystem, location) of the source and the destination, already open."""
+    local = [location for fs, location in places if "memory" in str(fs.protocol)]
+    if not local:
         return
     here = os.getpid()
-    pids = client.run(os.getpid)
-    if any(pid != here for pid in pids.values()):
+    if any(pid != here for pid in client.run(os.getpid).values()):
         raise AvatarError(
-            f"{location} is a memory:// store, which only this process sees, but the workers "
+            f"{local[0]} is a memory:// store, which only this process sees, but the workers "
             "run in other processes: use a shared folder or an object store (s3://, gs://), "
             "or a cluster of threads (LocalCluster(processes=False))"
         )
@@ -209,10 +209,10 @@ def avatarize(
         )
     parameters = avatar_parameters(parameters, **settings)
     with client_for(client) as active:
-        for location in ([] if frame is not None else [source.location]) + [destination]:
-            _refuse_process_local(location, storage_options, active)
-        scheduler = DaskScheduler(active, parameters.backend, retries, frame is not None)
         store = Store.open(destination, storage_options)
+        _refuse_process_local(([] if frame is not None else [(source.fs, source.location)])
+                              + [(store.fs, destination)], active)  # fmt: skip
+        scheduler = DaskScheduler(active, parameters.backend, retries, frame is not None)
         if frame is not None and resume and store.exists(SUCCESS):  # nothing to write again
             return finished_run(store, parameters, metrics, storage_options)
         if frame is not None:
