@@ -90,13 +90,21 @@ def _proc_status_kb(key: str) -> int | None:
     return None
 
 
-def reset_peak_rss() -> None:
-    """Reset this process's peak RSS to its current RSS (Linux >= 4.0); no-op elsewhere."""
+def reset_peak_rss() -> bool:
+    """Reset this process's peak RSS to its current RSS (Linux >= 4.0); False where it
+    cannot."""
     try:
         with open("/proc/self/clear_refs", "w") as clear_refs:
             clear_refs.write("5")
+        return True
     except OSError:
-        pass
+        return False
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak RSS (VmHWM) in bytes, or None where /proc has none."""
+    kb = _proc_status_kb("VmHWM")
+    return None if kb is None else kb * 1024
 
 
 def current_rss_mb() -> float:

@@ -54,7 +54,15 @@ import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import environment_lines, make_mixed_table, markdown_table, same_parts, text_table
+from _common import (
+    environment_lines,
+    make_mixed_table,
+    markdown_table,
+    peak_rss_bytes,
+    reset_peak_rss,
+    same_parts,
+    text_table,
+)
 from bench_dask_metrics import HEADERS as METRIC_HEADERS
 from bench_dask_metrics import measure as measure_metrics
 
@@ -102,26 +110,6 @@ def folder_bytes(folder: Path) -> int:
 # ---------------------------------------------------------------------------- memory
 def worker_rss() -> int:
     return psutil.Process().memory_info().rss
-
-
-def reset_worker_peak() -> bool:
-    """Reset this process's VmHWM to its RSS (Linux); False where it cannot."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def worker_peak() -> int | None:
-    """This process's VmHWM in bytes, or None."""
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) * 1024 for line in status
-                        if line.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        return None
 
 
 class Peak(threading.Thread):
@@ -173,14 +161,14 @@ def run_once(engine: str, source: Path, destination: Path, options: dict,
             result = ga.avatarize_parquet(source, destination, progress=progress, **options)
             seconds = time.perf_counter() - started
         else:
-            exact = all(client.run(reset_worker_peak).values())
+            exact = all(client.run(reset_peak_rss).values())
             with Peak(lambda: max(client.run(worker_rss).values()), 0.5) as sampled, \
                     distributed.get_task_stream(client=client) as stream:
                 started = time.perf_counter()
                 result = ga.distributed.avatarize(source, destination, client=client,
                                                   progress=progress, **options)
                 seconds = time.perf_counter() - started
-            peaks = client.run(worker_peak).values()
+            peaks = client.run(peak_rss_bytes).values()
             measured["worker peak bytes"] = max(peaks) if exact else sampled.peak
             measured["task seconds"] = task_seconds(stream.data)
     measured.update(
