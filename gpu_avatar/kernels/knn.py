@@ -109,64 +109,77 @@ def _verify(points, candidates, far_squared, margin, exhaustive, indices, square
 def nearest_others(points: np.ndarray, k: int):
     """``neighbours.nearest_neighbours``'s contract, exact in one walk: (n, k) indices and
     squared distances of each point's k nearest others, ordered by (squared distance, index),
-    the point itself excluded by index.
-
-    The queries of one leaf share a walk. Each visited leaf is tested against every query's
-    current k-th distance with one vectorised box bound, then measured against the surviving
-    queries in one vectorised pass per query (the points stored dimension-major): about 1.5x
-    scipy's cKDTree query on 10^5 FAMD coordinates in 5-D, k = 20, with no re-check needed."""
+    the point itself excluded by index (``nearest_by_leaf``)."""
     tree = KDTree.build(points)
+    return nearest_by_leaf(tree, tree, k)
+
+
+def nearest_by_leaf(tree: KDTree, queries: KDTree, k: int):
+    """(n, k) indices and squared distances of the k nearest points of ``tree`` to each point
+    of the tree ``queries``, ordered by (squared distance, index), in the caller's order of
+    the queries; when ``queries`` is ``tree``, each point's k nearest others (the point itself
+    excluded by index).
+
+    The queries of one leaf of their tree share a walk (``_group_nearest``), from the leaf's
+    box. Each visited leaf is tested against every query's current k-th distance with one
+    vectorised box bound, then measured against the surviving queries in one vectorised pass
+    per query (the points stored dimension-major): about 5x scipy's cKDTree query on 10^6
+    points in 5-D, k = 20, with no re-check needed."""
     # in the tree's order: consecutive walks (of neighbouring leaves) find the nodes they
     # share in cache (a shuffled order, for balance, was 1.3x slower at 10^6 rows)
-    leaves = np.nonzero(tree.left < 0)[0]
+    groups = np.nonzero(queries.left < 0)[0]
     columns = np.ascontiguousarray(tree.points.T)
-    largest = int((tree.stop - tree.start)[leaves].max())
-    n = tree.points.shape[0]
+    query_columns = columns if queries is tree else np.ascontiguousarray(queries.points.T)
+    largest = int((tree.stop - tree.start)[tree.left < 0].max())
+    n = queries.points.shape[0]
     indices = np.empty((n, k), np.int64)
     squared = np.empty((n, k))
-    in_blocks(_nearest_others, leaves.size, *tree.walk(), columns, leaves, largest, indices,
-              squared)  # fmt: skip
+    in_blocks(_nearest_by_leaf, groups.size, *tree.walk(), columns, query_columns,
+              queries.order, queries.start, queries.stop, queries.lower, queries.upper,
+              queries is tree, groups, largest, indices, squared)  # fmt: skip
     return indices, squared
 
 
 @njit(cache=True, nogil=True)
-def _nearest_others(points, order, start, stop, left, right, lower, upper, low_index, columns,
-                    leaves, largest, indices, squared, first, last):  # fmt: skip
+def _nearest_by_leaf(points, order, start, stop, left, right, lower, upper, low_index, columns,
+                     queries, query_order, query_start, query_stop, group_lower, group_upper,
+                     others, groups, largest, indices, squared, first, last):  # fmt: skip
     for item in range(first, last):
-        _leaf_neighbours(
-            leaves[item], points, order, start, stop, left, right, lower, upper, low_index, columns,
-            largest, indices.shape[1], indices, squared,
+        _group_nearest(
+            groups[item], points, order, start, stop, left, right, lower, upper, low_index,
+            columns, queries, query_order, query_start, query_stop, group_lower, group_upper,
+            others, largest, indices.shape[1], indices, squared,
         )  # fmt: skip
 
 
 @njit(cache=True, inline="always")
-def _box_gap(lower, upper, a, b):
-    """Smallest squared distance between the boxes of nodes a and b."""
+def _box_gap(group_lower, group_upper, own, lower, upper, b):
+    """Smallest squared distance between the box of group ``own`` and that of node b."""
     total = 0.0
     for d in range(lower.shape[1]):
-        gap = max(lower[b, d] - upper[a, d], lower[a, d] - upper[b, d])
+        gap = max(lower[b, d] - group_upper[own, d], group_lower[own, d] - upper[b, d])
         if gap > 0.0:
             total += gap * gap
     return total
 
 
 @njit(cache=True)
-def _leaf_neighbours(
-    own, points, order, start, stop, left, right, lower, upper, low_index, columns, largest, k,
-    indices,
-    squared,
-):
-    """The k nearest others of the points stored in leaf ``own``, written at their caller's
-    rows. Nodes are visited nearest box first; a node is skipped when its box is farther from
-    the leaf's box than the largest current k-th distance, a leaf's point when it is farther
-    from that query than the query's own k-th distance (both with the 1e-9 margin), and once
-    that distance is 0, when the node's lowest index is above the query's k-th (only a tie of
-    lower index could enter). A leaf of duplicates is measured once per query. The columns
-    are read through views indexed from 0 (``columns[d, s : s + m][p]``, not
-    ``columns[d, s + p]``): an index that cannot be negative needs no wraparound test, and the
-    loops compile to vector loads (1.4x faster)."""
+def _group_nearest(own, points, order, start, stop, left, right, lower, upper, low_index,
+                   columns, queries, query_order, query_start, query_stop, group_lower,
+                   group_upper, others, largest, k, indices, squared):  # fmt: skip
+    """The k nearest points of the queries of leaf ``own`` of their tree, written at their
+    caller's rows (``others``: the queries are the points, a query's own row excluded). Nodes
+    are visited nearest box first; a node is skipped when its box is farther from the leaf's
+    box than the
+    largest current k-th distance, a leaf's point when it is farther from that query than the
+    query's own k-th distance (both with the 1e-9 margin), and once that distance is 0, when
+    the node's lowest index is above the query's k-th (only a tie of lower index could
+    enter). A leaf of duplicates is measured once per query; a NaN distance is no neighbour.
+    The columns are read through views indexed from 0 (``columns[d, s : s + m][p]``, not
+    ``columns[d, s + p]``): an index that cannot be negative needs no wraparound test, and
+    the loops compile to vector loads (1.4x faster)."""
     dim = points.shape[1]
-    s, m = start[own], stop[own] - start[own]
+    s, m = query_start[own], query_stop[own] - query_start[own]
     best_d = np.full((m, k), np.inf)
     best_i = np.full((m, k), points.shape[0])
     kth = np.full(m, np.inf)
@@ -184,8 +197,8 @@ def _leaf_neighbours(
             continue
         if left[node] >= 0:
             near, far = left[node], right[node]
-            near_gap = _box_gap(lower, upper, own, near)
-            far_gap = _box_gap(lower, upper, own, far)
+            near_gap = _box_gap(group_lower, group_upper, own, lower, upper, near)
+            far_gap = _box_gap(group_lower, group_upper, own, lower, upper, far)
             if far_gap < near_gap:
                 near, far, near_gap, far_gap = far, near, far_gap, near_gap
             node_stack[top], gap_stack[top] = far, far_gap
@@ -198,7 +211,7 @@ def _leaf_neighbours(
             box_low[p] = 0.0
         for d in range(dim):
             a, b = lower[node, d], upper[node, d]
-            own_column = columns[d, s : s + m]
+            own_column = queries[d, s : s + m]
             for p in range(m):
                 v = own_column[p]
                 gap = max(max(a - v, v - b), 0.0)
@@ -209,23 +222,24 @@ def _leaf_neighbours(
             if kth[p] == 0.0 and low_index[node] > best_i[p, k - 1]:
                 continue
             # distances.py's sum, dimension by dimension (0.0 + square == square)
-            v = columns[0, s + p]
+            v = queries[0, s + p]
             scanned = columns[0, first : first + measured]
             for j in range(measured):
                 diff = scanned[j] - v
                 pair[j] = diff * diff
             for d in range(1, dim):
-                v = columns[d, s + p]
+                v = queries[d, s + p]
                 scanned = columns[d, first : first + measured]
                 for j in range(measured):
                     diff = scanned[j] - v
                     pair[j] += diff * diff
             for j in range(measured, size):
                 pair[j] = pair[0]
+            itself = s + p - first if others else -1
             cap, worst_p = best_d[p, k - 1], best_i[p, k - 1]
             for j in range(size):
                 d2 = pair[j]
-                if d2 > cap or first + j == s + p:
+                if not d2 <= cap or j == itself:
                     continue
                 index = order[first + j]
                 if d2 == cap and index > worst_p:
@@ -248,8 +262,8 @@ def _leaf_neighbours(
     # element by element: a row copy would compile numba's shape-mismatch message
     for p in range(m):
         for slot in range(k):
-            indices[order[s + p], slot] = best_i[p, slot]
-            squared[order[s + p], slot] = best_d[p, slot]
+            indices[query_order[s + p], slot] = best_i[p, slot]
+            squared[query_order[s + p], slot] = best_d[p, slot]
 
 
 def nearest_others_of(points: np.ndarray, rows: np.ndarray, k: int):

@@ -68,6 +68,8 @@ class KDTree:
         low_index = np.empty(capacity, np.int64)
         stop[0] = n
         first, count = 0, 1  # the current level: nodes first .. count - 1
+        if n == 0:  # one empty leaf, whose NaN box is never skipped (and holds nothing)
+            lower[0], upper[0], low_index[0], first = np.nan, np.nan, 0, 1
         while first < count:
             in_blocks(_boxes, count - first, stored, order, start, stop, lower, upper,
                       low_index, first)  # fmt: skip
@@ -236,8 +238,8 @@ def push_children(q, i, lower, upper, left, right, node, nodes, bounds, top):
 def keep_best(best_d, best_i, k, d2, index):
     """Insert ``(d2, index)`` among the k best so far, ordered by (squared distance, index),
     if it belongs there."""
-    if d2 > best_d[k - 1] or (d2 == best_d[k - 1] and index > best_i[k - 1]):
-        return
+    if not d2 <= best_d[k - 1] or (d2 == best_d[k - 1] and index > best_i[k - 1]):
+        return  # (a NaN distance is no neighbour)
     slot = k - 1
     while slot > 0 and (
         d2 < best_d[slot - 1] or (d2 == best_d[slot - 1] and index < best_i[slot - 1])

@@ -35,6 +35,24 @@ def test_nearest_reference_is_the_lowest_index_among_the_nearest(leaf_size):
     np.testing.assert_array_equal(distance, np.sqrt(squared.min(axis=1)))
 
 
+def test_a_missing_reference_is_never_the_nearest_and_no_query_gets_no_answer():
+    """The queries share walks from the box of their own tree's leaf: a NaN reference (whose
+    node's box is NaN) is never taken, a query beside it still finds its nearest; an empty
+    table of queries (its tree one empty leaf) gets empty answers."""
+    references = _grid(200, 5)
+    queries = references[:40] + 0.25
+    references[[0, 7, 33], 1] = np.nan
+    index, distance = nearest_reference(queries, references, CPU)
+    with np.errstate(invalid="ignore"):
+        squared = np.where(np.isnan(references).any(axis=1), np.inf,
+                           pairwise_squared(queries, np.nan_to_num(references), np))
+    np.testing.assert_array_equal(index, squared.argmin(axis=1))
+    np.testing.assert_array_equal(distance, np.sqrt(squared.min(axis=1)))
+    assert not {0, 7, 33} & set(index)
+    index, distance = nearest_reference(np.empty((0, 3)), references, CPU)
+    assert index.shape == distance.shape == (0,)
+
+
 def _within(queries, references, radius, limit):
     """The definition: references whose every coordinate differs by at most ``radius`` (a
     NaN difference never does), counted up to ``limit``."""
