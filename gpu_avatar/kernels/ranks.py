@@ -59,7 +59,8 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     """``(cloaking, hidden, first, second)`` for originals ``x`` and row-aligned avatars
     ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
     ids = np.arange(own.size)
-    return (*ranks_among(y, ids, x, ids, own), *two_nearest(y, x, aligned=True))
+    avatars = KDTree.build(y)  # walked by the originals, then grouping the avatars' walks
+    return (*_ranks_in(avatars, ids, x, ids, own), *_two_smallest(KDTree.build(x), avatars))
 
 
 def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.ndarray):
@@ -68,8 +69,13 @@ def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.
     (``ga.distributed``). Rows carry caller indices, ``avatar_ids`` strictly ascending and
     ``original_ids`` distinct: an original's own avatar is the avatar of the same index, when
     given, and ties are decided by these indices, as over all avatars."""
+    return _ranks_in(KDTree.build(y), avatar_ids, x, original_ids, own)
+
+
+def _ranks_in(avatars: KDTree, avatar_ids, x: np.ndarray, original_ids, own: np.ndarray):
+    """``ranks_among`` with the avatars' tree built."""
     x = host_array(x, np.float64)
-    avatars, order, rows = walk_rows(KDTree.build(y), avatar_ids, original_ids,
+    avatars, order, rows = walk_rows(avatars, avatar_ids, original_ids,
                                      lambda positions: x[positions])  # fmt: skip
     x_rows, own_rows = walk_originals(avatars.points, order.size, rows, x, own, np)
     block = _rank_block(order.size)
@@ -134,7 +140,12 @@ def two_nearest(queries: np.ndarray, references: np.ndarray, aligned: bool = Fal
     leaf of their own tree share one, 1.9x faster than a walk per query at 10^6 rows). The
     GPU walks the queries in the references' leaf order when ``aligned`` (query i lies near
     reference i: an avatar and its original); here their tree groups them either way."""
-    _, squared = nearest_by_leaf(KDTree.build(references), KDTree.build(queries), 2)
+    return _two_smallest(KDTree.build(references), KDTree.build(queries))
+
+
+def _two_smallest(references: KDTree, queries: KDTree):
+    """``two_nearest`` with both trees built."""
+    _, squared = nearest_by_leaf(references, queries, 2)
     return squared[:, 0].copy(), squared[:, 1].copy()
 
 
