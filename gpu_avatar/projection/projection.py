@@ -209,13 +209,16 @@ class Projection:
         row_bytes = 8 * (n_continuous + 2 * components.shape[0])
         for x, codes in self._row_chunks(encoded, row_bytes, backend):
             coordinates = xp.zeros((x.shape[0], components.shape[0]))
+            # in place: the same sums, without a new (rows, components) array for each term
             for d in range(n_continuous):
-                coordinates = coordinates + x[:, d : d + 1] * loadings[d]
+                coordinates += x[:, d : d + 1] * loadings[d]
             for j, (table, shift) in enumerate(tables):
-                known = codes[:, j] >= 0
                 row = table[xp.maximum(codes[:, j], 0)]
-                coordinates = coordinates + (row * known[:, None] - shift)
-            parts.append(self.scale_ * coordinates)
+                row *= (codes[:, j] >= 0)[:, None]  # an unseen modality adds none
+                row -= shift
+                coordinates += row
+            coordinates *= self.scale_
+            parts.append(coordinates)
         return xp.concatenate(parts, axis=0)
 
     def inverse_transform(self, coordinates: Any) -> tuple[Any, Any]:
