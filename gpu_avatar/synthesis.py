@@ -43,14 +43,15 @@ def random_weights(
     seed: np.random.SeedSequence,
     first_row: int,
     zero_distance: str,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k);
-    ``zero_distance`` as in the module docstring."""
+    """Host-side random weights for rows ``first_row..`` (a block-aligned slice), (b, k),
+    written to ``out`` if given; ``zero_distance`` as in the module docstring."""
     b, k = distances.shape
     if first_row % RANDOM_BLOCK:
         raise AvatarError("internal: weights must be drawn from a block-aligned row")
     check_choice("zero_distance", zero_distance, ZERO_DISTANCE_RULES)
-    weights = np.empty((b, k))
+    weights = np.empty((b, k)) if out is None else out
     halves = np.exp2(-np.arange(k + 1.0))  # 2^-rank, exact powers of two
 
     def block(start: int) -> None:  # divisors row by row: a block's own, cache-sized
@@ -110,7 +111,8 @@ def calibration_uniforms(
 ) -> np.ndarray:
     """Uniform numbers in (0, 1], (variables, rows), for the draws of the calibration of
     shares (``pipeline/calibration.py``)."""
-    return 1.0 - _block_generator(seed, _STREAM_CALIBRATION, 0).random((n_variables, n_rows))
+    uniforms = _block_generator(seed, _STREAM_CALIBRATION, 0).random((n_variables, n_rows))
+    return np.subtract(1.0, uniforms, out=uniforms)  # in place: no second array
 
 
 def synthesize(
@@ -142,20 +144,16 @@ def synthesize(
     for start in range(0, n, window):
         stop = min(start + window, n)
         host_distances = backend.to_numpy(neighbour_distances[start:stop])
-        host_weights = random_weights(host_distances, seed, start, zero_distance)
-        if kept is not None:
-            kept[start:stop] = host_weights
+        host_weights = random_weights(host_distances, seed, start, zero_distance,
+                                      None if kept is None else kept[start:stop])  # fmt: skip
         weights = backend.asarray(host_weights)
         if categorical == "draw":  # one compiled pass over the block (synthesis_kernels.py)
             uniforms = backend.asarray(draw_uniforms(stop - start, codes.shape[1], seed, start))
-            out_continuous[start:stop], out_codes[start:stop] = backend.kernels.synthesize_block(
-                backend,
-                continuous,
-                codes,
-                xp.ascontiguousarray(backend.asarray(neighbour_indices[start:stop])),
-                weights,
-                uniforms,
-            )
+            backend.kernels.synthesize_block(
+                backend, continuous, codes,
+                xp.ascontiguousarray(backend.asarray(neighbour_indices[start:stop])), weights,
+                uniforms, (out_continuous[start:stop], out_codes[start:stop]),
+            )  # fmt: skip
             continue
         for s0 in range(start, stop, backend.tile_rows):  # "argmax": array code
             s1 = min(s0 + backend.tile_rows, stop)

@@ -52,10 +52,14 @@ def synthesize_row(continuous, codes, neighbours, weights, uniforms, r, out_cont
 SHARED = shared(synthesize_row)
 
 
-def synthesize_block(continuous, codes, neighbours, weights, uniforms):
-    """(continuous values, codes) of one block of avatars: ``synthesize_row`` for every row."""
-    out_continuous = np.empty((neighbours.shape[0], continuous.shape[1]))
-    out_codes = np.empty((neighbours.shape[0], codes.shape[1]), np.int64)
+def synthesize_block(continuous, codes, neighbours, weights, uniforms, out=None):
+    """(continuous values, codes) of one block of avatars: ``synthesize_row`` for every row,
+    written to ``out`` if given (C-ordered float64 and int64 arrays: rows of the caller's
+    outputs, no copy)."""
+    if out is None:
+        out = (np.empty((neighbours.shape[0], continuous.shape[1])),
+               np.empty((neighbours.shape[0], codes.shape[1]), np.int64))  # fmt: skip
+    out_continuous, out_codes = out
     in_blocks(_synthesize, neighbours.shape[0], host_array(continuous, np.float64),
               host_array(codes, np.int64), host_array(neighbours, np.int64),
               host_array(weights, np.float64), host_array(uniforms, np.float64), out_continuous,

@@ -63,6 +63,8 @@ def nearest_mixed(backend, references, categorical, queries, k: int):
     return mixed.nearest_mixed(references, categorical, queries, k)
 
 
-def synthesize_block(backend, continuous, codes, neighbours, weights, uniforms):
-    """A block of avatars' continuous values and codes (``synthesis_kernels.py``)."""
-    return synthesis_kernels.synthesize_block(continuous, codes, neighbours, weights, uniforms)
+def synthesize_block(backend, continuous, codes, neighbours, weights, uniforms, out=None):
+    """A block of avatars' continuous values and codes (``synthesis_kernels.py``), written to
+    ``out`` if given."""
+    return synthesis_kernels.synthesize_block(continuous, codes, neighbours, weights, uniforms,
+                                              out)  # fmt: skip

@@ -386,11 +386,14 @@ def nearest_mixed(backend, references, categorical, queries, k: int):
     return indices, distances
 
 
-def synthesize_block(backend, continuous, codes, neighbours, weights, uniforms):
-    """A block of avatars' continuous values and codes: ``synthesize_row`` on the device."""
+def synthesize_block(backend, continuous, codes, neighbours, weights, uniforms, out=None):
+    """A block of avatars' continuous values and codes: ``synthesize_row`` on the device,
+    written to ``out`` if given (C-ordered device arrays)."""
     xp = backend.xp
-    out_continuous = xp.empty((neighbours.shape[0], continuous.shape[1]), dtype=xp.float64)
-    out_codes = xp.empty((neighbours.shape[0], codes.shape[1]), dtype=xp.int64)
+    if out is None:
+        out = (xp.empty((neighbours.shape[0], continuous.shape[1]), dtype=xp.float64),
+               xp.empty((neighbours.shape[0], codes.shape[1]), dtype=xp.int64))  # fmt: skip
+    out_continuous, out_codes = out
     _launch(backend, _synthesis_kernel, neighbours.shape[0], continuous, codes, neighbours,
             weights, uniforms, out_continuous, out_codes)  # fmt: skip
     return out_continuous, out_codes
