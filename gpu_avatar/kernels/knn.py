@@ -4,7 +4,9 @@ itself excluded by index (its duplicates are not): ``neighbours/search.py``'s co
 - ``knn_query``: one point's walk, nearest box first (the GPU runs one per CUDA thread; the
   CPU for a subset of rows, ``nearest_others_of``);
 - ``nearest_others``: every point, the queries of one leaf sharing one walk (faster on the
-  CPU than one walk per query);
+  CPU than one walk per query); ``nearest_by_leaf``, the same walk for queries of another
+  table grouped by their own tree (``ranks.py``: each avatar's two nearest originals, each
+  query's nearest reference);
 - ``verify_row``: the exact re-check of one row's index candidates (``verify_candidates``
   for every row on the CPU; one CUDA thread per row on the GPU).
 """

@@ -160,6 +160,25 @@ def test_compiled_walk_on_deep_trees_equals_naive_reference(leaf_size, data):
     np.testing.assert_array_equal(distances, expected_dist)
 
 
+@pytest.mark.parametrize("leaf_size", [2, 32])
+def test_a_point_with_a_missing_coordinate_is_no_ones_neighbour(leaf_size):
+    """A NaN distance is no neighbour, in the walk the queries of a leaf share and in the walk
+    per query (the GPU's, and the CPU's for rows an index could not certify): the finite
+    points get their neighbours among the finite ones, by both walks alike."""
+    from gpu_avatar.kernels import knn, tree
+
+    points = random_float(n=300, dim=3)
+    points[[4, 150], 1] = np.nan
+    finite = np.setdiff1d(np.arange(300), [4, 150])
+    expected, expected_squared = naive_neighbours(points[finite], 6)
+    with mock.patch.object(tree, "LEAF_SIZE", leaf_size):
+        shared = knn.nearest_others(points, 6)
+        per_query = knn.nearest_others_of(points, finite, 6)
+    for indices, squared in (tuple(a[finite] for a in shared), per_query):
+        np.testing.assert_array_equal(indices, finite[expected])
+        np.testing.assert_array_equal(np.sqrt(squared), expected_squared)
+
+
 def test_numba_names_the_compiled_tree():
     points = random_float(n=60, dim=3)
     for got, expected in zip(nb.nearest_neighbours(points, 4, CPU, "numba"),
