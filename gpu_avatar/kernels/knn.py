@@ -1,5 +1,6 @@
 """Each point's exact k nearest others, ordered by (squared distance, index), the point
-itself excluded by index (its duplicates are not): ``neighbours/search.py``'s contract.
+itself excluded by index (its duplicates are not): ``neighbours/search.py``'s contract; and
+each point of another table's k nearest points, by the same walk.
 
 - ``knn_query``: one point's walk, nearest box first (the GPU runs one per CUDA thread; the
   CPU for a subset of rows, ``nearest_others_of``);
@@ -127,6 +128,9 @@ def nearest_by_leaf(tree: KDTree, queries: KDTree, k: int):
     vectorised box bound, then measured against the surviving queries in one vectorised pass
     per query (the points stored dimension-major): about 5x scipy's cKDTree query on 10^6
     points in 5-D, k = 20, with no re-check needed."""
+    if queries.points.shape[1] != tree.points.shape[1]:
+        raise ValueError(f"queries of {queries.points.shape[1]} coordinates, points of "
+                         f"{tree.points.shape[1]}: give both the same columns")
     # in the tree's order: consecutive walks (of neighbouring leaves) find the nodes they
     # share in cache (a shuffled order, for balance, was 1.3x slower at 10^6 rows)
     groups = np.nonzero(queries.left < 0)[0]
@@ -171,15 +175,14 @@ def _group_nearest(own, points, order, start, stop, left, right, lower, upper, l
                    group_upper, others, largest, k, indices, squared):  # fmt: skip
     """The k nearest points of the queries of leaf ``own`` of their tree, written at their
     caller's rows (``others``: the queries are the points, a query's own row excluded). Nodes
-    are visited nearest box first; a node is skipped when its box is farther from the leaf's
-    box than the
-    largest current k-th distance, a leaf's point when it is farther from that query than the
-    query's own k-th distance (both with the 1e-9 margin), and once that distance is 0, when
-    the node's lowest index is above the query's k-th (only a tie of lower index could
-    enter). A leaf of duplicates is measured once per query; a NaN distance is no neighbour.
-    The columns are read through views indexed from 0 (``columns[d, s : s + m][p]``, not
-    ``columns[d, s + p]``): an index that cannot be negative needs no wraparound test, and
-    the loops compile to vector loads (1.4x faster)."""
+    are visited nearest box first; a node is skipped when its box is farther from the leaf's box
+    than the largest current k-th distance, a leaf's point when it is farther from that query
+    than the query's own k-th distance (both with the 1e-9 margin), and once that distance is 0,
+    when the node's lowest index is above the query's k-th (only a tie of lower index could
+    enter). A leaf of duplicates is measured once per query; a NaN distance is no neighbour. The
+    columns are read through views indexed from 0 (``columns[d, s : s + m][p]``, not
+    ``columns[d, s + p]``): an index that cannot be negative needs no wraparound test, and the
+    loops compile to vector loads (1.4x faster)."""
     dim = points.shape[1]
     s, m = query_start[own], query_stop[own] - query_start[own]
     best_d = np.full((m, k), np.inf)

@@ -60,7 +60,7 @@ def distance_ranks(x: np.ndarray, y: np.ndarray, own: np.ndarray):
     ``y``, ``own[i]`` being the squared distance of x_i to y_i (``distances.py``)."""
     ids = np.arange(own.size)
     avatars = KDTree.build(y)  # walked by the originals, then grouping the avatars' walks
-    return (*_ranks_in(avatars, ids, x, ids, own), *_two_smallest(KDTree.build(x), avatars))
+    return (*_ranks_in(avatars, ids, x, ids, own), *_two_nearest_in(KDTree.build(x), avatars))
 
 
 def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.ndarray):
@@ -74,6 +74,8 @@ def ranks_among(y: np.ndarray, avatar_ids, x: np.ndarray, original_ids, own: np.
 
 def _ranks_in(avatars: KDTree, avatar_ids, x: np.ndarray, original_ids, own: np.ndarray):
     """``ranks_among`` with the avatars' tree built."""
+    if len(avatar_ids) == 0:  # no avatar: nothing counts, nothing hides
+        return np.zeros(len(original_ids), np.int64), np.zeros(len(original_ids), np.bool_)
     x = host_array(x, np.float64)
     avatars, order, rows = walk_rows(avatars, avatar_ids, original_ids,
                                      lambda positions: x[positions])  # fmt: skip
@@ -140,10 +142,10 @@ def two_nearest(queries: np.ndarray, references: np.ndarray, aligned: bool = Fal
     leaf of their own tree share one, 1.9x faster than a walk per query at 10^6 rows). The
     GPU walks the queries in the references' leaf order when ``aligned`` (query i lies near
     reference i: an avatar and its original); here their tree groups them either way."""
-    return _two_smallest(KDTree.build(references), KDTree.build(queries))
+    return _two_nearest_in(KDTree.build(references), KDTree.build(queries))
 
 
-def _two_smallest(references: KDTree, queries: KDTree):
+def _two_nearest_in(references: KDTree, queries: KDTree):
     """``two_nearest`` with both trees built."""
     _, squared = nearest_by_leaf(references, queries, 2)
     return squared[:, 0].copy(), squared[:, 1].copy()

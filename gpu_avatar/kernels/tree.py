@@ -106,16 +106,6 @@ class KDTree:
         lane_order[lanes] = self.order[rows]
         return tuple(columns), lane_order, first_lane
 
-    def unsort(self, *per_row):
-        """Arrays indexed by stored row, put back in the caller's order."""
-        results = []
-        for values in per_row:
-            out = np.empty_like(values)
-            out[self.order] = values
-            results.append(out)
-        return results
-
-
 
 # ------------------------------------------------------------------------- shared walks
 # Plain Python functions, compiled where they are called: inline by the njit drivers on the

@@ -26,10 +26,10 @@ def piece_name(partition: int, flush: int) -> str:
 
 
 def route_partition(partition: Partition, source: ParquetSource, plan: StreamPlan,
-                    store: Store, spill: str) -> int:
+                    store: Store, spill: str) -> None:
     """Write ``partition``'s rows to the spill folders of their batches, ``partition_rows``
-    rows held at most (a row group may be larger); returns its rows. A task run again (a
-    retry, a resumed run) writes the same files again."""
+    rows held at most (a row group may be larger). A task run again (a retry, a resumed run)
+    writes the same files again."""
     pa, pq, _ = _pyarrow()
     slot_type = pa.int64()
     schema = pa.schema([*source.schema, pa.field(SLOT, slot_type)], metadata=source.schema.metadata)
@@ -60,7 +60,6 @@ def route_partition(partition: Partition, source: ParquetSource, plan: StreamPla
             flush()
             held, flushes = 0, flushes + 1
     flush()
-    return partition.rows
 
 
 def read_spill(store: Store, spill: str, batch: int, schema) -> tuple:

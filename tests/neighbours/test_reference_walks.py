@@ -53,6 +53,18 @@ def test_a_missing_reference_is_never_the_nearest_and_no_query_gets_no_answer():
     assert index.shape == distance.shape == (0,)
 
 
+def test_queries_of_another_width_are_refused_and_no_avatar_ranks_nothing():
+    """The shared walk reads every query coordinate the references have: a narrower table is
+    refused, not read past its end. Against no avatar, an original counts none and is hidden
+    by none (the rank walk of an empty tree)."""
+    with pytest.raises(ValueError, match="same columns"):
+        nearest_reference(np.zeros((5, 2)), np.ones((10, 3)), CPU)
+    originals = _grid(7, 6)
+    cloaking, hidden = ranks.ranks_among(np.empty((0, 3)), np.empty(0, np.int64), originals,
+                                         np.arange(7), np.ones(7))  # fmt: skip
+    assert cloaking.tolist() == [0] * 7 and not hidden.any()
+
+
 def _within(queries, references, radius, limit):
     """The definition: references whose every coordinate differs by at most ``radius`` (a
     NaN difference never does), counted up to ``limit``."""
