@@ -46,6 +46,9 @@ def nearest_neighbours(points, k: int, backend: Backend = CPU, engine: str = "au
     check_choice("engine", engine, ENGINES)
     xp = backend.xp
     points = backend.asarray(points, dtype=np.float64)
+    if not bool(xp.isfinite(points).all()):
+        raise AvatarError("points hold missing or infinite coordinates, whose neighbours are "
+                          "undefined: impute or drop those rows first")
     if engine == "auto":
         engine = _auto_engine(backend, n, k)
     if engine == "brute":

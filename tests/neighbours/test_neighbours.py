@@ -179,6 +179,15 @@ def test_a_point_with_a_missing_coordinate_is_no_ones_neighbour(leaf_size):
         np.testing.assert_array_equal(np.sqrt(squared), expected_squared)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_missing_or_infinite_coordinate_is_refused(engine, value):
+    points = random_float(n=50, dim=3)
+    points[7, 2] = value
+    with pytest.raises(ga.AvatarError, match="impute or drop"):
+        nb.nearest_neighbours(points, 3, CPU, engine)
+
+
 def test_numba_names_the_compiled_tree():
     points = random_float(n=60, dim=3)
     for got, expected in zip(nb.nearest_neighbours(points, 4, CPU, "numba"),
