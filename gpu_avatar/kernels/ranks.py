@@ -46,8 +46,9 @@ SLOT_DIMENSIONS = 12
 _BLOCK = 64  # queries per work item
 # Originals sharing one walk of the avatar tree, at most: a leaf is scanned, while in cache, by
 # every original of the block whose sphere crosses it; on dense clouds (balls of ~10^4
-# avatars) ~50 of 1024 originals do, ~5 of 64 (1.6x slower).
-_RANK_BLOCK = 1024
+# avatars) ~50 of 1024 originals do, ~5 of 64 (1.6x slower). At 10^6 rows, 8192 take 20-27 %
+# less CPU than 1024 (Gaussian originals; a dense mixed table), 2048 to 16384 in between.
+_RANK_BLOCK = 8192
 
 
 def _block_order(n: int, block: int = _BLOCK) -> np.ndarray:
