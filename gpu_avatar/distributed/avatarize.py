@@ -51,6 +51,7 @@ from ..streaming.run import (
 from ..streaming.source import open_source
 from ..streaming.store import Store
 from .cluster import (
+    RETRIES,
     client_for,
     cluster_workers,
     distributed_module,
@@ -68,7 +69,7 @@ class DaskScheduler:
 
     name = "dask"
 
-    def __init__(self, client: Any, backend: str = "auto", retries: int = 2,
+    def __init__(self, client: Any, backend: str = "auto", retries: int = RETRIES,
                  written_source: bool = False) -> None:
         self.client = client
         self.retries = retries
@@ -192,7 +193,7 @@ def avatarize(
     progress: ProgressLike = None,
     rules: Any = None,
     storage_options: Mapping[str, Any] | None = None,
-    retries: int = 2,
+    retries: int = RETRIES,
     **settings: Any,
 ) -> ParquetAvatarization:
     """``ga.avatarize_parquet`` with every task on ``client`` (a ``distributed.Client``;

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import BackendUnavailableError, import_extra
 
 GPU = "GPU"  # the worker resource a GPU task asks for (one per worker)
+RETRIES = 2  # a task run again after a failure (a lost worker), by default
 
 
 def distributed_module():

@@ -21,7 +21,7 @@ those of ``reductions.distance_ranks``.
 
 ``client=None`` starts a ``distributed.LocalCluster`` (one single-threaded worker per core) for
 the call. Each task's inputs travel in its own graph (a task lost with its worker runs again,
-``RETRIES`` times); a GPU backend's tasks ask for a worker's ``GPU`` resource
+``cluster.RETRIES`` times); a GPU backend's tasks ask for a worker's ``GPU`` resource
 (``cluster.task_resources``). Needs ``pip install 'gpu_avatar[dask]'``.
 """
 
@@ -41,6 +41,7 @@ from ..metrics.reductions import DistanceRanks, host_ranks
 from ..neighbours.distances import rowwise_squared
 from ..parameters import MetricOptions, metric_options
 from .cluster import (
+    RETRIES,
     client_for,
     cluster_workers,
     distributed_module,
@@ -48,8 +49,6 @@ from .cluster import (
     on_worker,
     task_resources,
 )
-
-RETRIES = 2  # a region's task run again after a failure (a lost worker)
 
 REGIONS_PER_WORKER = 4  # enough to balance the regions' unequal costs
 
