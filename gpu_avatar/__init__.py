@@ -35,6 +35,8 @@ from .metrics import (
 from .metrics.verdict import ReleaseVerdict, release_verdict
 from .parameters import AvatarParameters, MetricOptions
 from .pipeline import AvatarizationResult, avatarize
+from .planning.model import Plan, PlanReviewError
+from .planning.propose import plan
 from .projection import FAMD, MCA, PCA
 from .relational import Database, DatabaseAvatarizationResult, avatarize_database
 from .report import write_report
@@ -63,6 +65,8 @@ __all__ = [
     "MetricOptions",
     "MissingExtraError",
     "PCA",
+    "Plan",
+    "PlanReviewError",
     "PrivacyMetrics",
     "Release",
     "ReleaseVerdict",
@@ -76,6 +80,7 @@ __all__ = [
     "avatarize_parquet",
     "distributed",
     "ParquetAvatarization",
+    "plan",
     "prepare_release",
     "privacy_metrics",
     "read_table",

@@ -49,6 +49,7 @@ from .parameters import (
     seed_sequence,
 )
 from .pipeline.model import check_device_memory, decode_avatars, fit_model, synthesize_avatars
+from .planning.model import planned_parameters
 from .progress import ProgressLike, Steps
 from .synthesis import shuffle_order
 
@@ -142,6 +143,7 @@ def advise(
     options: MetricOptions | Mapping[str, Any] | None = None,
     parameters: AvatarParameters | None = None,
     progress: ProgressLike = None,
+    plan: Any = None,
     **settings: Any,
 ) -> Advice:
     """Sweep ``candidates`` values of k (default ``ADVICE_CANDIDATES`` below the row count)
@@ -161,11 +163,13 @@ def advise(
     The other parameters are ``avatarize``'s (``ncp``, ``seed``, ``types``, ...: as
     ``parameters`` and/or keywords; ``k`` is what is swept). A seed is drawn when none is
     given, and kept in ``Advice.parameters``: avatarizing with it reproduces the measured
-    candidate exactly; another seed gives another draw of the same law.
+    candidate exactly; another seed gives another draw of the same law. ``plan``: as
+    ``avatarize`` takes it.
     """
-    parameters = avatar_parameters(parameters, **settings)
     frame = to_pandas(df)
     validate_table(frame)
+    parameters = planned_parameters(avatar_parameters(parameters, **settings), plan,
+                                    frame.columns)
     refuse_undeclared(frame, parameters.types)  # before any work, as avatarize
     if parameters.batch_size is not None and len(frame) > parameters.batch_size:
         raise AvatarError("advise sweeps a table avatarized in one batch; give it without "
@@ -307,6 +311,7 @@ def advise_database(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     assignment_block_size: int | None = None,
     progress: ProgressLike = None,
+    plan: Any = None,
     **settings: Any,
 ) -> Advice:
     """``advise`` for a database: every candidate k (capped below the row count of each table
@@ -323,9 +328,12 @@ def advise_database(
     from .relational.linking import avatarize_database
     from .relational.scenarios import STANDALONE
     from .relational.schema import Database
+    from .relational.treatments import planned_database
 
     if not isinstance(db, Database):
         raise AvatarTypeError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
+    if plan is not None:
+        db = planned_database(db, plan)
     base = avatar_parameters(parameters, **settings)
     margin = check_number("margin", margin, 0.0, 1.0)
     repeats = check_integer("repeats", repeats, 1)

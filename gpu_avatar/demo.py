@@ -67,7 +67,8 @@ def database_summary(result: DatabaseAvatarizationResult, seconds: float, privac
     """Tables, links (cardinality, integrity) and the privacy summary matrix (from the
     scenario metrics ``privacy`` when given, computed otherwise)."""
     lines = [f"# Database: {len(result.tables)} tables avatarized in {seconds:.2f} s",
-             *filter(None, [knowingly_released_line(result.knowingly_released)])]
+             *filter(None, [knowingly_released_line(result.knowingly_released),
+                            result.treatments_line()])]
     for name, table in result.tables.items():
         lines.append(f"- {name}: {len(result.originals[name])} rows -> {len(table)} avatars")
     lines += ["", "## Links"]

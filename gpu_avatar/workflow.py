@@ -30,6 +30,7 @@ from .parameters import (
     metric_options,
 )
 from .pipeline import AvatarizationResult, avatarize
+from .planning.model import Plan
 from .progress import ProgressLike, Steps
 from .rules import RuleSet
 
@@ -70,6 +71,7 @@ def prepare_release(
     parameters: AvatarParameters | None = None,
     rules: Any = None,
     progress: ProgressLike = None,
+    plan: Any = None,
     **settings: Any,
 ) -> Release:
     """Avatarize ``original`` and give the evidence for its release.
@@ -83,7 +85,8 @@ def prepare_release(
     ``report``: a path (.html or .pdf) to write the report to, in ``language``, the table
     called ``name``. ``measure=False`` (without a holdout or a report) skips the evidence: the
     avatars only. ``rules`` as ``avatarize`` takes them (k='auto' is advised
-    without them). The other parameters are ``avatarize``'s.
+    without them). ``plan``: as ``avatarize`` takes it. The other parameters are
+    ``avatarize``'s.
     """
     if k is not None:
         settings["k"] = k
@@ -100,6 +103,10 @@ def prepare_release(
     frame = to_pandas(original)
     options = metric_options(options)
     types = settings["types"] if "types" in settings else getattr(parameters, "types", None)
+    if plan is not None:
+        plan = Plan.of(plan)
+        types = settings["types"] = plan.types_for(frame.columns, check_types(types),
+                                                   where=plan.source or "the plan")
     check_metric_columns(frame, options, check_types(types))  # before the work
     rules = RuleSet.of(rules)
     if rules is not None:

@@ -75,6 +75,7 @@ from ..parameters import (
     kinds_listed,
 )
 from ..parsing import DECIMAL_MARKS
+from ..planning.model import Plan
 from ..report.language import LANGUAGES
 from ..sql.write import IF_EXISTS
 from .manifest import check_manifest, manifest_path, write_manifest
@@ -179,12 +180,15 @@ def _parse_targets(specs: Sequence[Sequence[str]] | None,
 
 
 def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
-    """``--categorical-max-distinct`` applied to numeric columns, then ``--types``."""
+    """``--plan``'s kinds (reviewed), ``--categorical-max-distinct`` applied to the numeric
+    columns it does not declare, then ``--types``."""
     types: dict[str, str] = {}
+    if getattr(args, "plan", None) is not None:
+        types = Plan.read(args.plan).types_for(df.columns, where=args.plan)
     if args.categorical_max_distinct is not None:
         for column in df.columns:
             series = df[column]
-            if is_number(series.dtype):
+            if is_number(series.dtype) and column not in types:
                 if series.nunique() <= args.categorical_max_distinct:
                     types[column] = "categorical"
     declared = _parse_types(args.types)
@@ -233,7 +237,14 @@ def _add_types(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--categorical-max-distinct", type=int, metavar="N",
                         help="numeric columns with at most N distinct values are categorical "
                         "(the Avatar paper uses 10); --types wins")
+    _add_plan(parser)
     _add_sep(parser)
+
+
+def _add_plan(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plan", metavar="PLAN.yaml",
+                        help="the reviewed plan (gpu-avatar plan SOURCE -o PLAN.yaml): every "
+                        "column's kind, every table's treatment; --types wins over it")
 
 
 def _add_sep(parser: argparse.ArgumentParser) -> None:
@@ -491,8 +502,19 @@ def build_parser() -> argparse.ArgumentParser:
                          help="release a database of several tables that declares no foreign "
                          "key with its tables unlinked (refused otherwise, showing the links "
                          "suggested from key names and values)")
+    _add_plan(command)
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_database)
+
+    command = commands.add_parser(
+        "plan", help="propose every column's kind and every table's treatment, for review")
+    command.add_argument("source", help="a table (CSV or Parquet), a folder of tables, a "
+                         "database URL or a database YAML file")
+    command.add_argument("-o", "--output", metavar="PLAN.yaml",
+                         help="write the plan there (default: print it)")
+    _add_sep(command)
+    _add_common(command, suppress=True)
+    command.set_defaults(handler=cmd_plan)
 
     for name, handler, text in (
         ("metrics", cmd_metrics, "privacy and signal metrics of avatars against originals"),
@@ -735,7 +757,7 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
     advice = ga.advise_database(
         config.database, parameters=config.parameters.replace(**settings),
         overrides=config.overrides, assignment_block_size=config.assignment_block_size,
-        progress=progress, **options,
+        progress=progress, plan=args.plan if args.plan is not None else config.plan, **options,
     )
     _say_advice(advice, YAML_NAMES)
     if advice.k is not None:
@@ -871,6 +893,33 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace, progress: bool) -> int:
+    """Propose the plan of SOURCE: printed, or written to --output (atomically)."""
+    import gpu_avatar as ga
+
+    from ..sql.connection import looks_like_url
+
+    source = Path(args.source)
+    output = None if args.output is None else OutputPaths(
+        {} if looks_like_url(args.source) else {"SOURCE": args.source}).add(
+        "--output", args.output)
+    if looks_like_url(args.source) or source.is_dir() or source.suffix.lower() in YAML_SUFFIXES:
+        proposed = ga.plan(args.source)
+    else:
+        proposed = ga.plan(read_input(source, args).frame)
+        proposed.source = str(source)
+    text = proposed.to_yaml()
+    if output is None:
+        print(text, end="", flush=True)
+        return 0
+    with staged_outputs(), atomic_path(output) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    pending = [name for table in proposed.tables.values() for name, _ in table.awaiting()]
+    _say(f"wrote {output}: {sum(len(t.columns) for t in proposed.tables.values())} columns, "
+         f"{len(pending)} proposal(s) to review; edit it, then pass --plan {output}")
+    return 0
+
+
 def _read_database(args: argparse.Namespace, progress: bool):
     """The database and its run settings, from a URL or a YAML file."""
     import gpu_avatar as ga
@@ -988,7 +1037,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     if output is not None:  # the tables' files, now that their names are known
         paths.add_inputs({f"SOURCE's table {name}": path for name, path in config.paths.items()})
         files = {name: paths.add("OUTPUT", output / f"{name}.{args.format}", _table_file)
-                 for name in config.database.tables}
+                 for name in config.database.tables}  # a table left out is not written
     if to_database and args.if_exists == "fail":  # refused before the work, not after
         from ..sql.write import refuse_existing
 
@@ -997,7 +1046,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     result = ga.avatarize_database(
         config.database, parameters=config.parameters.replace(**settings),
         overrides=config.overrides, assignment_block_size=config.assignment_block_size,
-        progress=progress,
+        progress=progress, plan=args.plan if args.plan is not None else config.plan,
     )
     seconds = time.perf_counter() - start
     with staged_outputs():  # every output or none: a database last (in one transaction)
@@ -1006,8 +1055,11 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         text = database_summary(result, seconds, privacy=privacy)
         if output is not None:
             with steps.step("write"):
+                released = {**result.tables, **result.treated}
                 for name, path in files.items():
-                    write_table(result.tables[name], path, **config.write_options.get(name, {}))
+                    if name in released:
+                        write_table(released[name], path,
+                                    **config.write_options.get(name, {}))
                 with atomic_path(summary) as temporary:
                     temporary.write_text(text)
         if report is not None:

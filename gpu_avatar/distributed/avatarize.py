@@ -194,12 +194,14 @@ def avatarize(
     rules: Any = None,
     storage_options: Mapping[str, Any] | None = None,
     retries: int = RETRIES,
+    plan: Any = None,
     **settings: Any,
 ) -> ParquetAvatarization:
     """``ga.avatarize_parquet`` with every task on ``client`` (a ``distributed.Client``;
     None: a LocalCluster for the call). ``source``: a Parquet path or URL, or a
     ``dask.dataframe``. Same parameters, same output files for the same seed; ``retries``:
-    how many times a failed task runs again. See the module docstring."""
+    how many times a failed task runs again; ``plan``: as ``avatarize`` takes it. See the
+    module docstring."""
     frame = None if isinstance(source, (str, os.PathLike)) else source
     if frame is None:
         source = open_source(source, storage_options)  # said before a cluster starts
@@ -229,6 +231,7 @@ def avatarize(
                 rules=rules,
                 storage_options=storage_options,
                 scheduler=scheduler,
+                plan=plan,
             )
         except BaseException:
             if frame is not None and not store.exists(MANIFEST):  # no run to resume: no rows

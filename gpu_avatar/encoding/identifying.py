@@ -88,6 +88,9 @@ class IdentifyingColumn:
     reason: str
     table: str | None = None
     numeric: bool = False  # released knowingly as continuous (a measurement), else categorical
+    proposal: str = "identifier"  # the declaration proposed: "identifier" or "dropped"
+    confidence: str = "high"  # "high", "medium" or "low"
+    label: str = ""  # a short clause for one-line messages ("free text", "person key")
 
     @property
     def name(self) -> str:

@@ -11,6 +11,7 @@ from ..backend import like_input, resolve_backend, snapshot, to_pandas
 from ..encoding import validate_table
 from ..encoding.identifying import refuse_undeclared
 from ..parameters import AvatarParameters, avatar_parameters, seed_sequence
+from ..planning.model import planned_parameters
 from ..progress import ProgressLike, Steps
 from ..rules import RuleSet
 from ..synthesis import shuffle_order
@@ -27,6 +28,7 @@ def avatarize(
     parameters: AvatarParameters | None = None,
     rules: Any = None,
     progress: ProgressLike = None,
+    plan: Any = None,
     **settings: Any,
 ) -> AvatarizationResult:
     """Avatarize one table: one synthetic individual per row, same columns and dtypes.
@@ -53,13 +55,17 @@ def avatarize(
     repaired on the whole table's unshuffled avatars (after the batches: rules over a
     table, as a group mean, see every row), from the neighbours each avatar was drawn from;
     the result's ``rules`` tells how each was held.
+
+    ``plan`` (a ``ga.Plan`` or its file, reviewed; see ``ga.plan``) gives the column kinds,
+    ``types`` over them; a plan with proposals awaiting review is refused.
     """
-    declared = parameters = avatar_parameters(parameters, **settings)
+    frame = original = to_pandas(df)
+    validate_table(frame)
+    declared = parameters = planned_parameters(avatar_parameters(parameters, **settings),
+                                               plan, frame.columns)
     rules = RuleSet.of(rules)
     sequence = seed_sequence(parameters.seed)
     backend = resolve_backend(parameters.backend)
-    frame = original = to_pandas(df)
-    validate_table(frame)
     knowingly_released = refuse_undeclared(frame, parameters.types)  # before any work
     n = len(frame)
     parameters.for_rows(n)

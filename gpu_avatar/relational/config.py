@@ -72,17 +72,19 @@ from ..parameters import (
     check_flag,
     check_integer,
 )
+from ..planning.model import TABLE_PLAN_KEYS, Plan
 from ..rules import RuleSet
 from .schema import Database
 
 RUN_PARAMETERS = [name for name in AvatarParameters.names() if name != "types"]
 TOP_LEVEL = {"tables": False, "links": False, "entities": False,
              "assignment_block_size": False, "url": False,
-             "schema": False, "include": False, "no_links": False,
+             "schema": False, "include": False, "no_links": False, "plan": False,
              **dict.fromkeys(RUN_PARAMETERS, False)}
 READ_KEYS = ("sep", "decimal", "encoding", "date_format")  # how a table's file is read
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
               "time": False, "rules": False, **dict.fromkeys(READ_KEYS, False),
+              **dict.fromkeys(TABLE_PLAN_KEYS, False),
               **dict.fromkeys(TABLE_OVERRIDES, False)}
 SERIES_KEYS = ("n_points", "n_components", "projection")  # of a time_series link
 ENTITY_KEYS = {"columns": True, "pseudonym": False}  # Database.add_entity's
@@ -103,6 +105,8 @@ class DatabaseConfig:
     url: Any = None
     no_links: bool = False
     write_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # CSV, as read
+    plan: Plan | Path | None = None  # the plan file (plan:, read when run), or this file's
+    # own review lists and treatments
 
 
 def _in_file(path: Path, error: GpuAvatarError) -> AvatarError:
@@ -216,6 +220,7 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
                                     entity.get("pseudonym", "pseudonym:integer"))
     except GpuAvatarError as error:
         raise _in_file(path, error) from error
+    plan = _plan(path, top, specs)
     overrides = {name: {key: spec[key] for key in TABLE_OVERRIDES if key in spec}
                  for name, spec in specs.items()}
     block_size = top.get("assignment_block_size")
@@ -229,7 +234,26 @@ def load_database_config(path: str | Path) -> DatabaseConfig:
         raise _in_file(path, error) from error
     return DatabaseConfig(database, parameters, {t: o for t, o in overrides.items() if o},
                           block_size, paths, url, no_links,
-                          write_options)
+                          write_options, plan)
+
+
+def _plan(path: Path, top: dict, specs: dict) -> Plan | Path | None:
+    """The plan the run takes: the file ``plan:`` names (relative to this file; read when
+    run, so that ``gpu-avatar plan`` can write it), or this file's own tables'
+    ``review``/``treatment``, when they say anything."""
+    own = any(key in spec for spec in specs.values()
+              for key in ("review", "treatment", "treatment_review"))
+    if "plan" in top:
+        if own:
+            raise AvatarError(f"{path}: plan: names a plan file, yet tables here hold review "
+                              "or treatment; keep them in the plan file")
+        return path.parent / str(top["plan"])
+    if not own:
+        return None
+    try:
+        return Plan.from_mapping({"tables": specs}, source=str(path), ignore=tuple(TABLE_KEYS))
+    except GpuAvatarError as error:
+        raise _in_file(path, error) from error
 
 
 def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict, dict]:

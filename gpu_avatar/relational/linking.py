@@ -70,6 +70,7 @@ from .assignment import (
 from .results import DatabaseAvatarizationResult, LinkReport, TableRun
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
 from .time_series import SeriesModel, fit_series
+from .treatments import planned_database, set_apart
 
 logger = logging.getLogger("gpu_avatar")
 COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
@@ -579,6 +580,7 @@ def avatarize_database(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     assignment_block_size: int | None = None,
     progress: ProgressLike = None,
+    plan: Any = None,
     **settings: Any,
 ) -> DatabaseAvatarizationResult:
     """Avatarize every table of ``db`` and relink them.
@@ -591,10 +593,16 @@ def avatarize_database(
     ``assignment_block_size``: children per exact assignment block of the
     ``linear_sum_assignment`` links (default: ``assignment.default_block_size``).
     ``progress``: None (silent), True (a tqdm bar over tables and links) or a callable
-    ``(step, done, total)``, see ``gpu_avatar.progress``.
+    ``(step, done, total)``, see ``gpu_avatar.progress``. ``plan`` (a ``ga.Plan`` or its
+    file, reviewed; see ``ga.plan``) gives the tables' column kinds (each table's own
+    ``types`` over them) and treatments: the tables it copies, pseudonymizes or purges are in
+    the result's ``treated``, as ``relational.treatments`` releases them.
     """
     if not isinstance(db, Database):
         raise AvatarTypeError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
+    if plan is not None:
+        db = planned_database(db, plan)
+    db, treatments, treated = set_apart(db)
     base = avatar_parameters(parameters, **settings)
     if assignment_block_size is not None:
         check_integer("assignment_block_size", assignment_block_size, 1)
@@ -622,4 +630,6 @@ def avatarize_database(
     per_table = table_parameters(base, overrides, order)
     run = DatabaseRun(db, data, order, base, per_table, assignment_block_size, progress)
     run.avatarize_tables()
-    return run.result(overrides, knowingly_released)
+    result = run.result(overrides, knowingly_released)
+    result.treatments, result.treated = treatments, treated
+    return result

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..encoding.identifying import IdentifyingColumn
 from ..parameters import AvatarParameters
+from ..planning.model import TREATED_WORDS
 from ..rules import RuleReport
 from .schema import Database
 from .time_series import SeriesModel
@@ -67,6 +68,17 @@ class DatabaseAvatarizationResult:
     series_models: dict[tuple[str, str], SeriesModel] = field(default_factory=dict, repr=False)
     # columns that could identify a person, released because their kind was declared
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
+    # tables set apart (``relational.treatments``): their treatment, and what is released
+    # of those not left out
+    treatments: dict[str, str] = field(default_factory=dict)
+    treated: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def treatments_line(self) -> str | None:
+        """The summary's and the report's line for the tables not anonymized."""
+        if not self.treatments:
+            return None
+        return "not anonymized, as the plan says: " + ", ".join(
+            f"{name} {TREATED_WORDS[treatment]}" for name, treatment in self.treatments.items())
 
     def privacy_metrics(self, options: Any = None, **settings: Any):
         """Privacy per (table, scenario, reference table), with metric ``options`` (a

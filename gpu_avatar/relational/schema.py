@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types, column_kind
+from ..planning.model import TREATMENTS
 from ..rules import RuleSet, across_children
 
 _EXAMPLES = 5
@@ -58,6 +59,7 @@ class Table:
     sql: Any = field(default=None, repr=False)  # the reflected sqlalchemy.Table (from_sql)
     time: Any = None  # the time column of a time-series table
     rules: RuleSet | None = None  # the rules its released rows keep
+    treatment: str = "anonymize"  # planning.model.TREATMENTS: avatars, or set apart
 
 
 @dataclass
@@ -127,9 +129,12 @@ class Database:
         types: Mapping[Any, str] | None = None,
         time: Any = None,
         rules: Any = None,
+        treatment: str = "anonymize",
     ) -> Database:
         """Declare a table; ``types`` as in ``avatarize`` for its variables; ``time`` names
         the time column of a table of time series (then linked with ``method="time_series"``).
+        ``treatment``: ``anonymize`` (avatars), or as ``relational.treatments`` sets a table
+        apart: ``copy``, ``pseudonymize``, ``purge`` or ``ignore``.
         ``rules`` (``gpu_avatar.rules``, as ``avatarize`` takes them) hold on its released
         rows: those within its rows when it is avatarized, those across a parent's children
         (``by``: a foreign key) once it is relinked; checked on ``data`` here.
@@ -162,8 +167,9 @@ class Database:
                 f"(columns: {list(data.columns)})"
             )
         rules = _checked_rules(name, data, time, rules)
+        treatment = check_choice(f"table {name!r}: treatment", treatment, tuple(TREATMENTS))
         self.tables[name] = Table(name, data, primary_key, individual_level, types, time=time,
-                                  rules=rules)
+                                  rules=rules, treatment=treatment)
         return self
 
     def add_rules(self, name: str, rules: Any) -> Database:

@@ -90,6 +90,13 @@ FRENCH: dict[str, str] = {
     "Released as declared, although they could identify a person: {columns}.":
         "Publiées telles que déclarées, bien qu'elles puissent identifier une personne : "
         "{columns}.",
+    "Not anonymized, as the plan says: {tables}.":
+        "Non anonymisées, comme le dit le plan : {tables}.",
+    "copied as it is": "copiée telle quelle",
+    "pseudonymized (keys replaced, other values as they are)":
+        "pseudonymisée (clés remplacées, autres valeurs telles quelles)",
+    "purged (no rows)": "vidée (aucune ligne)",
+    "left out": "écartée",
     "page {page}": "page {page}",
     "gpu_avatar {version}, {created}. Avatar method: every original individual gets one "
     "synthetic avatar; the metrics below compare them.":

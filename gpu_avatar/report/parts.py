@@ -38,6 +38,7 @@ from ..metrics.catalogue import (
 )
 from ..metrics.verdict import release_verdict
 from ..parameters import MetricOptions, column_kind, is_variable, metric_options
+from ..planning.model import TREATED_WORDS
 from ..progress import ProgressLike, Steps
 from .data import (
     PRIVACY_SCENARIO_COLUMNS,
@@ -596,8 +597,11 @@ def _database_part(
             db.tables[table].primary_key, tr("yes") if db.is_individual_level(table) else tr("no"),
             parents or tr("none"), run.k, run.ncp,
         ])
+    treated = [Text(tr("Not anonymized, as the plan says: {tables}.", tables=", ".join(
+        f"{name} ({tr(TREATED_WORDS[treatment])})"
+        for name, treatment in result.treatments.items())), "note")] if result.treatments else []
     part.section("parameters", tr("Run parameters"),
-                 *_knowingly_released(result.knowingly_released, tr),
+                 *_knowingly_released(result.knowingly_released, tr), *treated,
                  _text_table([tr("parameter"), tr("value")], rows),
                  _text_table([tr("table"), tr("rows"), tr("avatars"), tr("primary key"),
                                tr("individual-level"), tr("parents"), "k", "ncp"],

@@ -140,6 +140,13 @@ def _build(result, dialect: str, schema: str | None):
             )
             for c in columns[name]
         ))
+    release = uuid.uuid5(uuid.NAMESPACE_OID, f"gpu_avatar.release.{result.parameters.seed}")
+    for name, data in result.treated.items():  # set apart by the plan: no keys to relink
+        typed = {c: sql_type_of(data[c]) for c in data.columns}
+        columns[name] = [_Column(c, typed[c], family(typed[c], f"{name}.{c}"), True,
+                                 uuid.uuid5(release, f"{name}.{c}")) for c in data.columns]
+        tables[name] = sa.Table(name, metadata, *(
+            sa.Column(str(c.name), c.sql_type, nullable=True) for c in columns[name]))
     return metadata, tables, columns
 
 
@@ -204,9 +211,9 @@ def write_database(
     check_choice("if_exists", if_exists, IF_EXISTS)
     check_integer("chunk_rows", chunk_rows, 1)
     db = result.database
-    order = db.topological_order()
+    order = db.topological_order() + list(result.treated)
     target = shown(url) + (f" (schema {schema!r})" if schema else "")
-    sources = {db.tables[name].sql.info.get("source") for name in order
+    sources = {db.tables[name].sql.info.get("source") for name in db.topological_order()
                if db.tables[name].sql is not None}
     if (identity(url), schema) in sources and if_exists == "replace":
         raise AvatarError(
@@ -227,7 +234,7 @@ def write_database(
             metadata.create_all(connection)
             for name in order:
                 steps.start(f"write {name}")
-                data = result.tables[name]
+                data = result.tables[name] if name in result.tables else result.treated[name]
                 for start in range(0, len(data), chunk_rows):
                     part = data.iloc[start:start + chunk_rows]
                     values = [to_values(part[c.name], c.family, c.uuid_scope)

@@ -53,6 +53,7 @@ from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
 from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
 from ..pipeline.rules import refuse_non_variables, rules_seed
+from ..planning.model import planned_parameters
 from ..progress import ProgressLike, Steps
 from ..rules import RuleSet, across_children
 from ..synthesis import shuffle_order
@@ -372,6 +373,7 @@ def avatarize_parquet(
     rules: Any = None,
     storage_options: Mapping[str, Any] | None = None,
     scheduler: Any = None,
+    plan: Any = None,
     **settings: Any,
 ) -> ParquetAvatarization:
     """Avatarize a Parquet file or directory into ``destination``, ``batch_size`` rows at a
@@ -392,9 +394,12 @@ def avatarize_parquet(
     passes its Dask scheduler). ``rules`` (as ``avatarize`` takes them) hold on every row: each
     batch's avatars repaired against the batch's originals (checked there) from their
     neighbours, the rows repaired recorded per batch; none across a parent's children, as a
-    stream is one table.
+    stream is one table. ``plan``: as ``avatarize`` takes it.
     """
     parameters = avatar_parameters(parameters, **settings)
+    source_ = (source if isinstance(source, ParquetSource)  # opened by the caller
+               else open_source(source, storage_options))
+    parameters = planned_parameters(parameters, plan, source_.columns)
     rules = RuleSet.of(rules)
     if rules is not None:
         refuse_non_variables(rules, parameters.types)
@@ -408,8 +413,6 @@ def avatarize_parquet(
     scheduler = scheduler or LocalScheduler()
     backend_ = resolve_backend(parameters.backend)
     timings: dict[str, float] = {}
-    source_ = (source if isinstance(source, ParquetSource)  # opened by the caller
-               else open_source(source, storage_options))
     source_.partition_rows = min(source_.partition_rows, batch_size)  # a task's memory
     n = source_.n_rows
     parameters.for_rows(n)
