@@ -217,3 +217,55 @@ def test_a_streamed_run_takes_the_plan(patients, tmp_path):
     released = pd.read_parquet(tmp_path / "out")
     assert len(released) == len(patients) == run.n_rows
     assert not released["code"].isin(patients["code"]).any()
+
+
+def test_a_plan_is_proposed_for_a_folder_and_a_database_url(hospital, tmp_path):
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    with sqlite3.connect(tmp_path / "hospital.db") as connection:
+        for name, table in hospital.tables.items():
+            table.data.to_csv(folder / f"{name}.csv", index=False)
+            numeric = pd.api.types.is_numeric_dtype
+            columns = ", ".join(f"{c} {'REAL' if numeric(table.data[c]) else 'TEXT'}"
+                                + (" PRIMARY KEY" if c == table.primary_key else "")
+                                for c in table.data.columns)
+            connection.execute(f"CREATE TABLE {name} ({columns})")
+            table.data.to_sql(name, connection, index=False, if_exists="append")
+    from_folder = ga.plan(folder)
+    assert sorted(from_folder.tables) == sorted(hospital.tables)
+    from_url = ga.plan(f"sqlite:///{tmp_path / 'hospital.db'}")
+    assert sorted(from_url.tables) == sorted(hospital.tables)
+    from_url.to_yaml(tmp_path / "url.yaml")
+    assert ga.Plan.read(tmp_path / "url.yaml").tables["lab"].types() == \
+        from_url.tables["lab"].types()
+
+
+def test_the_database_yaml_may_hold_the_review_itself(hospital, tmp_path, capsys):
+    hospital.tables["patient"].data.to_csv(tmp_path / "patient.csv", index=False)
+    hospital.tables["visit"].data.drop(columns="ward_id").to_csv(tmp_path / "visit.csv",
+                                                                 index=False)
+    config = tmp_path / "hospital.yaml"
+    body = ("k: 5\nseed: 0\ntables:\n"
+            "  patient: {path: patient.csv, primary_key: pid, types: {age: continuous}, "
+            "review: [age]}\n"
+            "  visit: {path: visit.csv, primary_key: vid}\n"
+            "links:\n  - {parent: patient, child: visit, foreign_key: pid}\n")
+    config.write_text(body)
+    assert main(["database", str(config), str(tmp_path / "out"), "--no-report", "-q"]) == 1
+    assert "patient.age" in capsys.readouterr().err
+    config.write_text(body.replace(", review: [age]", ""))
+    assert main(["database", str(config), str(tmp_path / "out"), "--no-report", "-q"]) == 0
+
+
+def test_a_plan_file_with_an_unknown_kind_or_key_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_text("types: {age: number}\n")
+    with pytest.raises(ga.AvatarError, match="plan.yaml") as refused:
+        ga.Plan.read(path)
+    assert "\n" not in str(refused.value)
+    path.write_text("types: {age: continuous}\nreview: [sex]\n")
+    with pytest.raises(ga.AvatarError, match="no kind"):
+        ga.Plan.read(path)
+    path.write_text("types: {age: continuous}\nreviewed: [age]\n")
+    with pytest.raises(ga.AvatarError, match="unknown key"):
+        ga.Plan.read(path)

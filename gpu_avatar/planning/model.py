@@ -329,6 +329,7 @@ def _scalar(value: Any) -> str:
     """``value`` as a one-line YAML scalar (quoted where YAML would read it otherwise)."""
     import yaml
 
+    value = str(value) if isinstance(value, str) else getattr(value, "item", lambda: value)()
     text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
     return text.removesuffix("\n...").removesuffix(" ...")
 

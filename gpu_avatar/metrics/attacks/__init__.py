@@ -61,6 +61,7 @@ from ...parameters import (
     is_variable,
     seed_sequence,
 )
+from ...planning.model import Plan
 from ...progress import ProgressLike, Steps
 from ..checks import check_same_table, check_variables, released_part
 from ..timing import timed
@@ -100,6 +101,7 @@ def attack_metrics(
     seed: Any = None,
     backend: str | Backend = "auto",
     progress: ProgressLike = None,
+    plan: Any = None,
 ) -> AttackMetrics:
     """Singling-out, linkability and inference risks of the release ``avatars`` (any row
     order) of the training rows ``original``, measured against ``holdout`` (rows of the same
@@ -109,10 +111,14 @@ def attack_metrics(
     all the others; ``linkability_columns``: the attacker's two sets of columns (default: the
     variables split in two halves); ``n_neighbours``: avatars per half a link may go through;
     ``types`` as in ``avatarize`` (identifier columns are left out); ``seed`` draws the
-    queries and the baselines.
+    queries and the baselines; ``plan`` (as ``avatarize`` takes it) gives the kinds, ``types``
+    over them.
     """
     types = check_types(types)
     given = to_pandas(original)  # its names: a column the attacks leave out is named so
+    if plan is not None:
+        plan = Plan.of(plan)
+        types = plan.types_for(given.columns, types, where=plan.source or "the plan")
     types, original, avatars, holdout = released_part(
         types, given, to_pandas(avatars), to_pandas(holdout))
     avatars = check_same_table(original, avatars, "avatars", same_rows=False)
