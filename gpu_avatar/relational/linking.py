@@ -8,10 +8,10 @@ For every table in topological order:
 2. avatarize the enriched table as one table (keys are not variables);
 3. for each parent link, give every avatar row an avatar parent: ``minimum_distance`` (nearest
    parent avatar in a FAMD space of the parent's variables, fitted on the avatar parents),
-   ``linear_sum_assignment`` (parents repeated by their avatarized, sum-preserving rounded
-   children counts, then the minimum-cost assignment in that space; blocked above
-   ``assignment_block_size``) or ``original_order`` (the avatar of child i goes to the avatar of
-   child i's original parent);
+   ``linear_sum_assignment`` (parents repeated by their avatarized children counts, calibrated
+   to the originals' distribution of children per parent, then the minimum-cost assignment
+   in that space; blocked above ``assignment_block_size``) or ``original_order`` (the avatar
+   of child i goes to the avatar of child i's original parent);
 4. drop the enrichment, write fresh primary keys (never an original value) and the chosen
    parent's new key in each foreign key; children of this table link to these new keys.
    Columns declared ``pseudonym:STRATEGY`` (a primary key among them) and an entity's columns
@@ -65,7 +65,7 @@ from ..synthesis import shuffle_order
 from .assignment import (
     assign_linear_sum,
     assign_minimum_distance,
-    round_preserving_sum,
+    calibrated_counts,
 )
 from .results import DatabaseAvatarizationResult, LinkReport, TableRun
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
@@ -205,7 +205,9 @@ def _relink(
         if link.method == "minimum_distance":
             assignment = assign_minimum_distance(children, parents, backend)
         else:
-            counts = round_preserving_sum(parent_avatars[count_name(link)].to_numpy(), len(linked))
+            counts = calibrated_counts(parent_avatars[count_name(link)].to_numpy(),
+                                       children_counts(original_rows, len(parent_avatars)),
+                                       len(linked))
             assignment = assign_linear_sum(children, parents, counts, block_size=block_size)
         rows = np.full(len(avatars), NO_PARENT, dtype=np.int64)
         rows[present] = assignment.parent
@@ -215,7 +217,19 @@ def _relink(
     report.cardinality_similarity = cardinality_similarity(
         original_rows, len(parent_avatars), rows, len(parent_avatars)
     )
+    report.children_per_parent = children_shares(original_rows, rows, len(parent_avatars))
     return report, rows
+
+
+def children_shares(original_rows: np.ndarray, avatar_rows: np.ndarray,
+                    n_parents: int) -> pd.DataFrame:
+    """% of the parents with each number of children (0, 1, ...), original and avatars."""
+    original = np.bincount(children_counts(original_rows, n_parents))
+    avatars = np.bincount(children_counts(avatar_rows, n_parents))
+    width = max(len(original), len(avatars))
+    return pd.DataFrame({"original": np.pad(original, (0, width - len(original))),
+                         "avatars": np.pad(avatars, (0, width - len(avatars)))},
+                        index=pd.RangeIndex(width, name="children")) * (100.0 / n_parents)
 
 
 def _series_avatars(

@@ -30,6 +30,20 @@ class LinkReport:
     total_cost: float | None = None
     n_blocks: int = 1
     cost_ratio_to_exact: float | None = None
+    # % of parents with each number of children (rows: 0, 1, ...; columns original, avatars)
+    children_per_parent: pd.DataFrame | None = field(default=None, repr=False)
+
+    def children_line(self, shown: int = 8) -> str:
+        """The distribution of children per parent, original -> avatars, in one line (counts
+        from ``shown`` up grouped)."""
+        table = self.children_per_parent
+        head = table.iloc[:shown]
+        parts = [f"{count}: {row.original:.1f} -> {row.avatars:.1f}"
+                 for count, row in zip(head.index, head.itertuples(), strict=True)]
+        if len(table) > shown:
+            rest = table.iloc[shown:].sum()
+            parts.append(f"{shown}+: {rest.original:.1f} -> {rest.avatars:.1f}")
+        return "children per parent, % of parents (original -> avatars): " + ", ".join(parts)
 
 
 @dataclass
