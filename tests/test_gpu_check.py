@@ -189,8 +189,9 @@ def test_an_unusable_gpu_stops_the_check_after_the_preflight_with_the_reason(run
               "(...). Fix: export CUDA_HOME=/usr/local/cuda")  # fmt: skip
     monkeypatch.setattr(choice, "_probe_gpu", lambda: (None, reason))
     toolkit, empty = tmp_path / "cuda-13.0", tmp_path / "no-toolkit"
-    (toolkit / "nvvm").mkdir(parents=True)
-    empty.mkdir()
+    (toolkit / "nvvm" / "lib64").mkdir(parents=True)
+    (toolkit / "nvvm" / "lib64" / "libnvvm.so.4").touch()
+    (empty / "nvvm").mkdir(parents=True)  # no libNVVM in it
     monkeypatch.setenv("CUDA_HOME", str(empty))
     monkeypatch.setenv("CUDA_PATH", str(toolkit))
     status, record, _ = run()
