@@ -14,8 +14,9 @@ the CPU does.
 
 Every kernel is cached on disk (``cache=True``: next to this file in ``__pycache__``, or under
 ``NUMBA_CACHE_DIR``), per compute capability and CUDA version, as the CPU kernels are: a later
-process loads it instead of compiling it. numba keys the cache on this file only: after editing
-a walk of another module, clear this module's cache.
+process loads it instead of compiling it. The cache is keyed on every file of the walks it
+inlines, not on this one alone (``kernels.key_caches_on_sources``): a walk edited elsewhere
+compiles the kernels again.
 
 Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, how the test suite runs these kernels
 without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: the
@@ -77,6 +78,12 @@ def _register_for_cuda() -> None:
 
 
 _register_for_cuda()
+if not ENABLE_CUDASIM:  # the simulator caches nothing
+    from numba.cuda.dispatcher import CUDACacheImpl
+
+    from . import key_caches_on_sources
+
+    key_caches_on_sources(CUDACacheImpl)
 
 
 # ------------------------------------------------------------------------------- kernels
