@@ -60,6 +60,7 @@ import os
 import platform
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -411,8 +412,22 @@ def cuda_home() -> dict:
     if home not in toolkits and toolkits:
         os.environ["CUDA_HOME"] = toolkits[0]
         found["set_to" if home is None else "replaced_by"] = toolkits[0]
-        print(f"CUDA_HOME={home or '(unset)'} has no libNVVM: using {toolkits[0]}", flush=True)
+        print(f"CUDA_HOME={home or '(unset)'} has no libNVVM: using {toolkits[0]}",
+              file=sys.stderr, flush=True)  # fmt: skip
     return found
+
+
+def print_cuda_home() -> None:
+    """For ``device_run.sh``, before anything runs: the CUDA_HOME the check uses (``cuda_home``)
+    and, for a toolkit (not a pip wheel's folder, which numba-cuda finds by itself), its
+    libNVVM's folder for the loader path; empty words when there is none."""
+    from gpu_avatar.backend.choice import nvvm_library
+
+    cuda_home()
+    home = os.environ.get("CUDA_HOME") or ""
+    library = nvvm_library(home) if home else None
+    wheel = any(home.startswith(folder) for folder in site.getsitepackages())
+    print(home or "-", os.path.dirname(library) if library and not wheel else "-")
 
 
 def numba_cuda() -> dict:
@@ -775,7 +790,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--out", type=Path, default=os.environ.get("OUT") or None,
                         help="also write gpu_check.json, .md and .log there (default: $OUT)")
+    parser.add_argument("--cuda-home", action="store_true",
+                        help="print the CUDA_HOME to use and its libNVVM's folder ('-': none)")
     args = parser.parse_args(argv)  # fmt: skip
+    if args.cuda_home:
+        print_cuda_home()
+        return 0
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
     paths = [args.results / f"gpu_check-{stamp}.json"]
     if args.out:

@@ -221,6 +221,8 @@ def test_the_fix_names_the_wheels_the_extras_bring():
     for extra, wheel in choice._NVVM_WHEELS.values():
         (line,) = [line for line in lines if line.startswith(f"{extra} = [")]
         assert f'"{wheel}' in line, (extra, wheel, line)
+        (dask,) = [line for line in lines if line.startswith(f"dask-{extra} = [")]  # its cluster
+        assert f'"gpu_avatar[dask,{extra}]"' in dask, (extra, dask)
 
 
 def test_toolkits_need_a_libnvvm_and_the_one_matching_the_driver_comes_first(monkeypatch,
