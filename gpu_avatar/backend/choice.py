@@ -325,7 +325,7 @@ def cuda_toolkits_with_nvvm(driver: tuple[int, int] | None = None) -> list[str]:
     return found
 
 
-_INSTALL = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
+_INSTALL = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13] (CUDA 13)"
 # The pip wheels that carry libNVVM, by CUDA major version, and the extra that brings each.
 _NVVM_WHEELS = {13: ("gpu-cuda13", "nvidia-nvvm"), 12: ("gpu", "nvidia-cuda-nvcc-cu12")}
 
@@ -438,10 +438,11 @@ def _kernels_failure(exc: BaseException, details: dict[str, Any]) -> str:
         found = f"numba-cuda {metadata.version('numba-cuda')} is installed"
     except metadata.PackageNotFoundError:
         found = "numba-cuda's version is unknown"
+    extra = "gpu-cuda13" if _cuda_major(details) == 13 else "gpu"
     return (
         f"gpu_avatar's CUDA kernels could not be imported ({details['error']}): they need "
-        f"numba-cuda >= 0.21 (numba.cuda.extending.overload), and {found}. Fix: "
-        "pip install 'numba-cuda>=0.21' or " + _INSTALL
+        f"numba-cuda >= 0.21 (numba.cuda.extending.overload), and {found}. Fix: pip install "
+        f"'gpu_avatar[{extra}]' (brings numba-cuda >= 0.21 for the driver's CUDA)"
     )
 
 

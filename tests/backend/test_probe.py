@@ -286,3 +286,4 @@ def test_kernels_that_cannot_import_name_the_numba_cuda_floor(device, monkeypatc
     status = gpu_status()
     assert not status.usable and status.details["stage"] == "kernels"
     assert "numba-cuda >= 0.21" in status.reason and "'overload'" in status.reason
+    assert "pip install 'gpu_avatar[gpu-cuda13]'" in status.reason  # the driver's CUDA 13
