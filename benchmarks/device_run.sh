@@ -7,7 +7,7 @@ set -u; cd "$(dirname "$0")/.."; O=${OUT:-/tmp/out}; mkdir -p "$O"; P=${PYTHON:-
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0
 B=410 T=150 S= A=(--rows 1000000 10000000)
 if [ -n "${GA_DEVICE_SIMULATE:-}" ]; then
-  export NUMBA_ENABLE_CUDASIM=1; S=:$PWD/tests/standin B=150 T=60
+  export NUMBA_ENABLE_CUDASIM=1; S=:$PWD/tests/standin B=300 T=120
   A=(--rows 200 400 --warmup-rows 150 --parity-rows 200)
 fi
 # CUDA_HOME kept if it holds libNVVM, else a toolkit (/usr/local/cuda*, nvcc/nvvm wheels) no
@@ -15,7 +15,7 @@ fi
 read -r H L <<< "$(PYTHONPATH=$PWD$S $P benchmarks/gpu_check.py --cuda-home)"
 [ "${H:--}" != - ] && export CUDA_HOME=$H
 [ "${L:--}" != - ] && export LD_LIBRARY_PATH=$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-{ nvidia-smi; echo "CUDA_HOME=${CUDA_HOME:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+{ nvidia-smi; env | grep -E '^(CUDA_HOME|LD_LIBRARY_PATH)='
   PYTHONPATH=$PWD$S $P -c 'import sys, cupy, numba; from importlib.metadata import version
 print("python", sys.version.split()[0], "cupy", cupy.__version__, "numba", numba.__version__,
       "numba-cuda", version("numba-cuda"))'
