@@ -34,7 +34,7 @@ from numba.cuda.core.config import ENABLE_CUDASIM
 from .. import synthesis_kernels
 from ..backend.memory import resident_threads
 from ..synthesis_kernels import synthesize_row
-from . import knn, mixed, ranks, tree
+from . import key_caches_on_sources, knn, mixed, ranks, tree
 from .knn import knn_query, verify_row
 from .mixed import nearest_mixed_scan
 from .ranks import count_within_query, rank_query, two_nearest_query
@@ -80,8 +80,6 @@ def _register_for_cuda() -> None:
 _register_for_cuda()
 if not ENABLE_CUDASIM:  # the simulator caches nothing
     from numba.cuda.dispatcher import CUDACacheImpl
-
-    from . import key_caches_on_sources
 
     key_caches_on_sources(CUDACacheImpl)
 
