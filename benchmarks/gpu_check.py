@@ -1,43 +1,49 @@
 """GPU check: one command on a GPU machine, within a time budget that leaves two minutes of a
 10-minute call:
 
-    CUDA_HOME=/usr/local/cuda python3 benchmarks/gpu_check.py --budget 480 --out "$OUT"
+    python3 benchmarks/gpu_check.py --budget 480 --out "$OUT"
 
 (no PYTHONPATH needed: the script puts this checkout first on ``sys.path``; ``--out`` defaults
-to ``$OUT`` when set). The JSON record is rewritten (atomically) after every measurement and
-every stage, in ``benchmarks/results/gpu_check-YYYYMMDD-HHMM.json`` and ``<out>/gpu_check.json``,
-with the Markdown table beside each (``.md``) and the console's copy in ``<out>/gpu_check.log``:
-a run cut short, by the budget or by a kill, keeps everything it measured.
+to ``$OUT`` when set; ``benchmarks/device_run.sh`` runs it with the GPU tests and the
+versions). The JSON record is rewritten (atomically) after every measurement and every stage,
+in ``benchmarks/results/gpu_check-YYYYMMDD-HHMM.json`` and ``<out>/gpu_check.json``, with the
+Markdown table beside each (``.md``) and the console's copy in ``<out>/gpu_check.log``: a run
+cut short, by the budget or by a kill, keeps everything it measured.
 
 Stages, in this order (``record["stages"]``):
 
 1. preflight, recorded before anything can fail, each fact saved as it is read: Python, the
    packages' versions (read from their metadata, nothing imported), the CUDA variables and the
-   toolkits that hold ``nvvm/``, ``nvidia-smi``; then numba-cuda: where it found libNVVM and
+   toolkits that hold libNVVM, ``nvidia-smi``; then numba-cuda: where it found libNVVM and
    which version, the probe kernel compiled to PTX for sm_90 (libNVVM alone), and the
-   backend's probe (``gpu_status()``: a one-line kernel compiled and run on the device), the
-   device's properties. A ``CUDA_HOME`` without ``nvvm/`` is replaced by a toolkit that has
-   one, and said so. When the GPU is not usable the check stops there, with the reason.
+   backend's probe (``gpu_status()``: the package's CUDA kernels imported, a one-line kernel
+   compiled and run on the device), the device's properties. A ``CUDA_HOME`` unset or without
+   libNVVM is set to a toolkit that has one (no newer than the driver first), and said so.
+   When the GPU is not usable the check stops there, with the reason.
 2. warm-up: every kernel the timings use compiled before any timing (numba-cuda's, CuPy's and
    the host's numba kernels): kNN, ``distance_ranks``, ``avatarize`` and ``privacy_metrics``
    end to end on ``--warmup-rows`` rows (above the 4,096 rows where the device trees take
    over), twice: the first call compiles, the second shows what is left.
-3. timings at each of ``--rows`` (10^7 first, then 10^6, k = 20, ncp = 5): kNN and
-   ``distance_ranks`` on their own, then the table generated (host), ``avatarize`` and
-   ``privacy_metrics`` of its avatars end to end. Each step: ``seconds`` (wall, the device
-   synchronised before and after), ``host_cpu_seconds`` (the process's CPU time, every host
-   thread) and ``device_busy_seconds`` (``nvidia-smi``'s utilisation sampled every 100 ms
-   times the wall time: seconds during which a kernel ran), so host and device seconds are
-   apart; ``avatarize`` also gives its own steps.
+3. timings at each of ``--rows`` (the smallest first, 10^6 then 10^7: the first size's
+   figures come before the larger size can take the budget, and predict it; k = 20, ncp = 5):
+   kNN and ``distance_ranks`` on their own, then the table generated (host), ``avatarize`` and
+   ``privacy_metrics`` of its avatars end to end, each step in its own ``try`` (a failure is
+   recorded with its error; only the steps that need its result are skipped). Each step:
+   ``seconds`` (wall, the device synchronised before and after), ``host_cpu_seconds`` (the
+   process's CPU time, every host thread) and ``device_busy_seconds`` (``nvidia-smi``'s
+   utilisation sampled every 100 ms times the wall time: seconds during which a kernel ran),
+   so host and device seconds are apart; ``avatarize`` also gives its own steps.
 4. parity, CPU against GPU on the same seed at ``--parity-rows`` rows (at most 20,000, the
-   brute engine's too): coordinates, neighbours (tree and brute), counts, flags, avatars.
+   brute engine's too): coordinates, neighbours (tree and brute), counts, flags, avatars; it
+   starts when ``PARITY_MIN_SECONDS`` are left (it compiles for 15-30 s first).
 5. the GPU tests (pytest), if at least a minute is left, within what is left.
 
 Budget (``--budget`` seconds from the start): a step predicted (n log n from the same step at
 another size) to pass what is left is skipped and recorded as such; a step with no prediction
 starts when at least ``MIN_START_SECONDS`` are left. When the budget runs out a signal stops the
 running step (recorded as stopped) and every later stage is recorded as skipped; a step stuck
-in native code past ``budget + --grace`` seconds ends the process, the record saved first.
+in native code past ``budget + --grace`` seconds ends the process, the record saved first (a
+snapshot taken under its lock).
 
 Targets on one H200 (issue 25): ``avatarize`` of 10^7 rows end to end under 20 s; exact
 ``privacy_metrics`` of 10^7 rows under 20 s; 10^6 rows at least 20x this project's 2-core CPU
@@ -54,6 +60,7 @@ import os
 import platform
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -77,6 +84,8 @@ K, NCP = 20, 5
 BRUTE_MAX_ROWS = 20_000  # parity's brute engine: (n / tile)^2 tiles of merge sorts
 MIN_START_SECONDS = 15.0  # a step with no prediction starts when this much is left
 TESTS_MIN_SECONDS = 60.0  # the GPU tests start when this much is left
+PARITY_MIN_SECONDS = 60.0  # parity compiles the CPU and GPU kernels (15-30 s) before it checks
+LAST_STOP_SECONDS = 30.0  # past budget + grace, faulthandler ends a process the timer could not
 CPU_AVATARIZE_1M_SECONDS = 14.26  # bench_tabular, 2026-11-29, 2-core machine (RESULTS.md)
 TARGETS = {  # (rows, step): seconds at most, or a speed-up at least
     (10_000_000, "avatarize"): ("seconds", 20.0),
@@ -103,6 +112,11 @@ class BudgetExceeded(BaseException):
 
 class Skipped(Exception):
     """A step or stage that does not start: the reason is recorded."""
+
+
+class StepsFailed(Exception):
+    """Steps of a stage failed, each recorded with its error: the stage fails, without a
+    traceback of its own."""
 
 
 class Unusable(Exception):
@@ -134,11 +148,24 @@ class Record:
     def remaining(self) -> float:
         return self.budget - self.elapsed()
 
+    def snapshot(self) -> dict:
+        """A copy of the record taken under its lock, in one pass of the C encoder (the watchdog's
+        thread saves while the main thread may be changing it); tried again if it changed."""
+        for attempt in range(3):
+            try:
+                with self.lock:
+                    self.data["elapsed_seconds"] = round(self.elapsed(), 2)
+                    return json.loads(json.dumps(self.data, default=str))
+            except RuntimeError:  # "dictionary changed size during iteration"
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
     def save(self) -> None:
+        data = self.snapshot()
+        text = json.dumps(data, indent=1)
+        table = markdown(data["measurements"]) + "\n"
         with self.lock:
-            self.data["elapsed_seconds"] = round(self.elapsed(), 2)
-            text = json.dumps(self.data, indent=1, default=str)
-            table = self.markdown() + "\n"
             for path in self.paths:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _write_atomically(path, text)
@@ -159,18 +186,19 @@ class Record:
         self.save()
         return entry
 
-    def markdown(self) -> str:
-        def number(value):
-            return "-" if value is None else f"{value:.2f}"
 
-        rows = []
-        for m in self.data["measurements"]:
-            met = {True: "met", False: "missed"}.get(m.get("met"), "")
-            rows.append([f"{m['rows']:,}", m["step"], m["engine"], number(m["seconds"]),
-                         number(m.get("host_cpu_seconds")), number(m.get("device_busy_seconds")),
-                         f"{m.get('target', '')} {met}".strip(), m.get("note", "")])  # fmt: skip
-        return markdown_table(["rows", "step", "engine", "seconds", "host CPU s",
-                               "device busy s", "target", "note"], rows)  # fmt: skip
+def markdown(measurements: list[dict]) -> str:
+    def number(value):
+        return "-" if value is None else f"{value:.2f}"
+
+    rows = []
+    for m in measurements:
+        met = {True: "met", False: "missed"}.get(m.get("met"), "")
+        rows.append([f"{m['rows']:,}", m["step"], m["engine"], number(m["seconds"]),
+                     number(m.get("host_cpu_seconds")), number(m.get("device_busy_seconds")),
+                     f"{m.get('target', '')} {met}".strip(), m.get("note", "")])  # fmt: skip
+    return markdown_table(["rows", "step", "engine", "seconds", "host CPU s", "device busy s",
+                           "target", "note"], rows)  # fmt: skip
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -219,7 +247,7 @@ class Check:
                 self.stopped = f"the budget ran out during {name}"
             except Skipped as reason:
                 entry.update(status="skipped", note=str(reason))
-            except Unusable as reason:
+            except (Unusable, StepsFailed) as reason:
                 entry.update(status="failed", error=str(reason))
                 print(f"FAILED: {name}: {reason}", flush=True)
             except Exception:
@@ -359,19 +387,47 @@ def nvcc_version() -> str:
     return command_output(nvcc, "--version").splitlines()[-1]
 
 
+def driver_cuda_version() -> tuple[int, int] | None:
+    """The driver's CUDA version from CuPy ((13, 0)), None when CuPy cannot say."""
+    try:
+        import cupy
+
+        version = int(cupy.cuda.runtime.driverGetVersion())
+    except Exception:  # no CuPy, no driver
+        return None
+    return version // 1000, version % 1000 // 10
+
+
 def cuda_home() -> dict:
-    """The toolkits that hold nvvm/; a CUDA_HOME without one is replaced by the first of them
-    (before numba-cuda is imported: it reads CUDA_HOME once)."""
+    """The toolkits that hold libNVVM, the one no newer than the driver first (a newer NVVM
+    emits PTX the driver rejects); CUDA_HOME, unset or without libNVVM, is set to the first of
+    them, before numba-cuda is imported (it reads CUDA_HOME once), else libNVVM is found only
+    on the loader path."""
     from gpu_avatar.backend.choice import cuda_toolkits_with_nvvm
 
-    toolkits = cuda_toolkits_with_nvvm()
+    driver = driver_cuda_version()
+    toolkits = cuda_toolkits_with_nvvm(driver)
     home = os.environ.get("CUDA_HOME")
-    found = {"CUDA_HOME": home, "toolkits_with_nvvm": toolkits}
-    if home and home not in toolkits and toolkits:
+    found = {"CUDA_HOME": home, "driver_cuda": driver, "toolkits_with_nvvm": toolkits}
+    if home not in toolkits and toolkits:
         os.environ["CUDA_HOME"] = toolkits[0]
-        found["replaced_by"] = toolkits[0]
-        print(f"CUDA_HOME={home} has no nvvm/: using {toolkits[0]}", flush=True)
+        found["set_to" if home is None else "replaced_by"] = toolkits[0]
+        print(f"CUDA_HOME={home or '(unset)'} has no libNVVM: using {toolkits[0]}",
+              file=sys.stderr, flush=True)  # fmt: skip
     return found
+
+
+def print_cuda_home() -> None:
+    """For ``device_run.sh``, before anything runs: the CUDA_HOME the check uses (``cuda_home``)
+    and, for a toolkit (not a pip wheel's folder, which numba-cuda finds by itself), its
+    libNVVM's folder for the loader path; empty words when there is none."""
+    from gpu_avatar.backend.choice import nvvm_library
+
+    cuda_home()
+    home = os.environ.get("CUDA_HOME") or ""
+    library = nvvm_library(home) if home else None
+    wheel = any(home.startswith(folder) for folder in site.getsitepackages())
+    print(home or "-", os.path.dirname(library) if library and not wheel else "-")
 
 
 def numba_cuda() -> dict:
@@ -498,35 +554,66 @@ def barycentres(backend, points, indices, chunk: int = 1 << 20):
 # ------------------------------------------------------------------------------- timings
 def timings(check: Check, size: int) -> None:
     """At ``size`` rows: kNN and distance_ranks on their own, then the table, avatarize and
-    privacy_metrics end to end; a step that may not start skips the steps that need it."""
+    privacy_metrics end to end. Each step in its own ``try``: one that fails is recorded with
+    its error and the others run; one that fails or may not start skips the steps that need its
+    result. Raises ``StepsFailed`` at the end when a step failed."""
     import gpu_avatar as ga
     from gpu_avatar.backend import resolve_backend
     from gpu_avatar.metrics.reductions import distance_ranks
     from gpu_avatar.neighbours.search import nearest_neighbours
 
     gpu = resolve_backend("gpu")
-    try:
-        points = gpu.asarray(np.random.default_rng(0).normal(size=(size, NCP)))
-        neighbours = check.timed(size, "kNN", "auto", gpu, nearest_neighbours, points, K, gpu)
-        avatars = barycentres(gpu, points, neighbours[0])
-        neighbours = None
-        check.timed(size, "distance_ranks", "auto", gpu, distance_ranks, points, avatars, gpu)
-    except Skipped as skipped:
-        print(f"skipped: {skipped}", flush=True)
-    points = avatars = neighbours = None
+    results: dict[str, object] = {}
+    failed: list[str] = []
+
+    def step(name: str, engine: str, function, after: tuple[str, ...] = (), timed=True):
+        missing = [earlier for earlier in after if earlier not in results]
+        if missing:
+            if timed:  # a step of the table's; an untimed one is this function's own
+                check.record.measure(size, name, engine, None, note=f"skipped: needs {missing[0]}")
+            return
+        try:
+            results[name] = (check.timed(size, name, engine, gpu, function) if timed
+                             else function())  # fmt: skip
+        except Skipped:
+            pass
+        except Exception:
+            failed.append(name)
+            error = traceback.format_exc()
+            print(f"FAILED: {name} at {size:,} rows\n{error}", flush=True)
+            check.record.measure(size, name, engine, None, error=error[-4000:],
+                                 note=f"failed: {error.strip().splitlines()[-1][:200]}")
+
+    step("points", "gpu", lambda: gpu.asarray(np.random.default_rng(0).normal(size=(size, NCP))),
+         timed=False)  # fmt: skip
+    step("kNN", "auto", lambda: nearest_neighbours(results["points"], K, gpu), after=("points",))
+    step("avatars", "gpu", lambda: barycentres(gpu, results["points"], results["kNN"][0]),
+         after=("kNN",), timed=False)  # fmt: skip
+    if "kNN" in results:
+        results["kNN"] = None  # done: its device arrays freed before distance_ranks
+    step("distance_ranks", "auto", lambda: distance_ranks(results["points"], results["avatars"],
+                                                          gpu), after=("kNN", "avatars"))
+    results.clear()
     free_device_memory(gpu)
-    df = check.timed(size, "generate table", "host", gpu, make_mixed_table, size, seed=0)
-    result = check.timed(size, "avatarize", "gpu", gpu, ga.avatarize, df, k=K, ncp=NCP, seed=0,
-                         backend="gpu")  # fmt: skip
-    for step, seconds in result.timings.items():
-        check.record.measure(size, f"avatarize: {step}", "gpu", seconds,
-                             note="inside avatarize, not synchronised")  # fmt: skip
-    avatars = result.sensitive_unshuffled_avatars
-    result = None
+    step("generate table", "host", lambda: make_mixed_table(size, seed=0))
+    step("avatarize", "gpu", lambda: ga.avatarize(results["generate table"], k=K, ncp=NCP, seed=0,
+                                                  backend="gpu"), after=("generate table",))
+    if "avatarize" in results:
+        result = results.pop("avatarize")
+        for name, seconds in result.timings.items():
+            check.record.measure(size, f"avatarize: {name}", "gpu", seconds,
+                                 note="inside avatarize, not synchronised")  # fmt: skip
+        results["avatarize"] = result.sensitive_unshuffled_avatars
+        result = None
     free_device_memory(gpu)
-    check.timed(size, "privacy_metrics", "gpu", gpu, ga.privacy_metrics, df, avatars, ncp=NCP,
-                backend="gpu")  # fmt: skip
+    step("privacy_metrics", "gpu", lambda: ga.privacy_metrics(
+        results["generate table"], results["avatarize"], ncp=NCP, backend="gpu"),
+        after=("generate table", "avatarize"))  # fmt: skip
+    results.clear()
     free_device_memory(gpu)
+    if failed:
+        raise StepsFailed(f"failed at {size:,} rows: {', '.join(failed)} (errors in the "
+                          "measurements)")  # fmt: skip
 
 
 def free_device_memory(backend) -> None:
@@ -624,9 +711,11 @@ def run_tests(command: list[str], timeout: float) -> subprocess.CompletedProcess
 
 # ------------------------------------------------------------------- budget and the output
 class Watchdog:
-    """The budget's two stops: SIGALRM raises ``BudgetExceeded`` in the main thread when the
-    budget runs out (Python code stops there); a timer thread ends the process ``grace``
-    seconds later, the record saved, if a step is stuck in native code."""
+    """The budget's stops: SIGALRM raises ``BudgetExceeded`` in the main thread when the budget
+    runs out (Python code stops there); a timer thread ends the process ``grace`` seconds
+    later, the record saved, if a step is stuck in native code; and faulthandler's own thread,
+    which needs no GIL, ends it ``LAST_STOP_SECONDS`` after that (native code that holds the
+    GIL stops the timer thread too)."""
 
     def __init__(self, record: Record, grace: float) -> None:
         self.record = record
@@ -639,21 +728,27 @@ class Watchdog:
         self.timer = threading.Timer(remaining + grace, self._hard_stop)
         self.timer.daemon = True
         self.timer.start()
+        faulthandler.dump_traceback_later(remaining + grace + LAST_STOP_SECONDS, exit=True)
 
     def _expired(self, signum, frame):
         raise BudgetExceeded()
 
     def _hard_stop(self) -> None:
-        self.record.data["hard_stop"] = (
-            f"a step was still running {self.record.elapsed():.0f} s after the start (budget "
-            f"{self.record.budget:.0f} s): the process was ended")  # fmt: skip
-        print(self.record.data["hard_stop"], flush=True)
-        faulthandler.dump_traceback(all_threads=True)
-        self.record.save()
-        os._exit(3)
+        """Save the record and end the process, whatever saving raises."""
+        try:
+            note = (f"a step was still running {self.record.elapsed():.0f} s after the start "
+                    f"(budget {self.record.budget:.0f} s): the process was ended")  # fmt: skip
+            with self.record.lock:
+                self.record.data["hard_stop"] = note
+            print(note, flush=True)
+            faulthandler.dump_traceback(all_threads=True)
+            self.record.save()
+        finally:
+            os._exit(3)
 
     def cancel(self) -> None:
         self.timer.cancel()
+        faulthandler.cancel_dump_traceback_later()
         if self.alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.previous)
@@ -687,14 +782,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds from the start (480: two minutes of a 10-minute call)")
     parser.add_argument("--grace", type=float, default=60.0,
                         help="seconds past the budget before a stuck step ends the process")
-    parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000, 1_000_000])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+                        help="sizes timed, the smallest first: each predicts the next")
     parser.add_argument("--warmup-rows", type=int, default=20_000)
     parser.add_argument("--parity-rows", type=int, default=BRUTE_MAX_ROWS)
     parser.add_argument("--skip-tests", action="store_true", help="leave the GPU tests out")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--out", type=Path, default=os.environ.get("OUT") or None,
                         help="also write gpu_check.json, .md and .log there (default: $OUT)")
+    parser.add_argument("--cuda-home", action="store_true",
+                        help="print the CUDA_HOME to use and its libNVVM's folder ('-': none)")
     args = parser.parse_args(argv)  # fmt: skip
+    if args.cuda_home:
+        print_cuda_home()
+        return 0
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
     paths = [args.results / f"gpu_check-{stamp}.json"]
     if args.out:
@@ -712,9 +813,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check.stage("preflight", preflight)
         check.stage("warm-up", warm_up, args.warmup_rows, needs=MIN_START_SECONDS)
-        for size in args.rows:
+        for size in sorted(args.rows):
             check.stage(f"timings at {size:,} rows", timings, size)
-        check.stage("parity", parity, args.parity_rows, needs=MIN_START_SECONDS)
+        check.stage("parity", parity, args.parity_rows, needs=PARITY_MIN_SECONDS)
         if not args.skip_tests:
             check.stage("GPU tests", gpu_tests, needs=TESTS_MIN_SECONDS)
     finally:
@@ -723,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
         if log:
             log.close()
-    print("\n" + record.markdown())
+    print("\n" + markdown(record.snapshot()["measurements"]))
     print(f"\nrecord: {', '.join(map(str, paths))}")
     return 0 if all(s["status"] in ("ok", "skipped") for s in record.data["stages"]) and (
         record.data["stages"][0]["status"] == "ok") else 1

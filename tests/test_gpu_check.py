@@ -1,9 +1,10 @@
 """``benchmarks/gpu_check.py``, the one command run on a GPU machine, exercised here on the CuPy
-stand-in at tiny sizes: the stages run in their order (preflight, warm-up, timings, parity, GPU
-tests), the preflight is saved before anything can fail, the JSON record is rewritten after
-every measurement, a step predicted past the budget is skipped, the budget's signal stops a
-running step and skips what follows, and an unusable GPU or a broken install stops the check
-after the preflight with the reason."""
+stand-in at tiny sizes: the stages run in their order (preflight, warm-up, timings from the
+smallest size, parity, GPU tests), the preflight is saved before anything can fail, the JSON
+record is rewritten after every measurement, a failing step drops only the steps that need it,
+a step predicted past the budget is skipped, the budget's signal stops a running step and skips
+what follows, the hard stop ends the process whatever saving does, and an unusable GPU or a
+broken install stops the check after the preflight with the reason."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ STEPS = ("kNN", "distance_ranks", "generate table", "avatarize", "privacy_metric
 @pytest.fixture
 def run(standin, tmp_path, monkeypatch):
     monkeypatch.delenv("OUT", raising=False)
+    monkeypatch.setenv("CUDA_HOME", "")  # unset afterwards: the check sets it ...
+    monkeypatch.delenv("CUDA_HOME")  # ... when it is unset
     results = tmp_path / "results"
 
     def run(*extra, tests=False):
@@ -57,7 +60,7 @@ def test_the_stages_run_in_order_and_everything_is_recorded(run, monkeypatch, tm
     status, record, path = run("--out", str(out), tests=True)
     assert status == 0
     assert [s["name"] for s in record["stages"]] == [
-        "preflight", "warm-up", "timings at 300 rows", "timings at 150 rows", "parity",
+        "preflight", "warm-up", "timings at 150 rows", "timings at 300 rows", "parity",
         "GPU tests"]  # fmt: skip
     assert {s["status"] for s in record["stages"]} == {"ok"}
     preflight = record["preflight"]
@@ -68,15 +71,16 @@ def test_the_stages_run_in_order_and_everything_is_recorded(run, monkeypatch, tm
     assert preflight["device"]["device"] == "CuPy stand-in (numpy)"
     steps = [(m["rows"], m["step"]) for m in record["measurements"]]
     # every kernel warmed (twice) before the first timing
-    first_timing = steps.index((300, "kNN"))
+    first_timing = steps.index((150, "kNN"))
     warmed = {step for _, step in steps[:first_timing]}
     for name in ("kNN", "kNN k=1", "distance_ranks", "avatarize", "privacy_metrics"):
         assert {f"warm-up {name}: first (compiles)", f"warm-up {name}: second (warm)"} <= warmed
     assert not any(step.startswith("warm-up") for _, step in steps[first_timing:])
-    # the largest size first, each step in order, host and device seconds apart
+    # the smallest size first (it predicts the next), each step in order, host and device
+    # seconds apart
     for size in (300, 150):
         assert [s for rows, s in steps if rows == size and s in STEPS] == list(STEPS)
-    assert steps.index((300, "privacy_metrics")) < steps.index((150, "kNN"))
+    assert steps.index((150, "privacy_metrics")) < steps.index((300, "kNN"))
     timed = [m for m in record["measurements"] if m["step"] in STEPS]
     assert all(m["seconds"] > 0 and m["host_cpu_seconds"] >= 0 for m in timed)
     assert all(m["device_busy_seconds"] is None for m in timed)  # no nvidia-smi here
@@ -118,7 +122,7 @@ def test_the_preflight_is_saved_before_anything_can_fail_and_a_failure_drops_not
     by_name = stages(record)
     assert by_name["warm-up"]["status"] == "failed"
     assert "planted failure" in by_name["warm-up"]["error"]
-    assert [by_name[name]["status"] for name in ("timings at 300 rows", "timings at 150 rows",
+    assert [by_name[name]["status"] for name in ("timings at 150 rows", "timings at 300 rows",
                                                  "parity")] == ["ok"] * 3  # fmt: skip
     # every measurement was on disk as soon as it was made
     assert sorted(set(measurements)) == list(range(len(record["measurements"]) + 1))
@@ -127,19 +131,51 @@ def test_the_preflight_is_saved_before_anything_can_fail_and_a_failure_drops_not
 def test_steps_predicted_past_the_budget_are_skipped(run, monkeypatch):
     """The second size's steps are predicted from the first's; the first's, with no
     prediction, start whenever a few seconds are left. A skipped kNN skips distance_ranks
-    (its avatars); a skipped table skips avatarize and privacy_metrics."""
+    (its avatars); a skipped table skips avatarize and privacy_metrics; each says why. Parity,
+    which compiles for 15-30 s, needs a minute left."""
     monkeypatch.setattr(gpu_check, "predicted_seconds", lambda previous, size: 1e9)
+    monkeypatch.setattr(gpu_check, "PARITY_MIN_SECONDS", 1e6)
     status, record, _ = run()
     assert status == 0
-    measured = {m["step"]: m for m in record["measurements"] if m["rows"] == 300}
+    measured = {m["step"]: m for m in record["measurements"] if m["rows"] == 150}
     assert all(measured[step]["seconds"] > 0 for step in STEPS)
     skipped = [m for m in record["measurements"]
-               if m["rows"] == 150 and not m["step"].startswith("warm-up")]  # fmt: skip
-    assert [(m["step"], m["seconds"]) for m in skipped] == [("kNN", None),
-                                                            ("generate table", None)]
-    assert "predicted 1000000000 s" in skipped[0]["note"]
-    assert stages(record)["timings at 150 rows"]["status"] == "skipped"
-    assert stages(record)["parity"]["status"] == "ok"
+               if m["rows"] == 300 and not m["step"].startswith("warm-up")]  # fmt: skip
+    predicted = "skipped: predicted 1000000000 s, 4"  # ... 479 s left
+    assert [(m["step"], m["seconds"], m["note"][:len(predicted)]) for m in skipped] == [
+        ("kNN", None, predicted), ("distance_ranks", None, "skipped: needs kNN"),
+        ("generate table", None, predicted), ("avatarize", None, "skipped: needs generate table"),
+        ("privacy_metrics", None, "skipped: needs generate table")]  # fmt: skip
+    assert stages(record)["timings at 300 rows"]["status"] == "ok"
+    assert stages(record)["parity"]["status"] == "skipped"
+    assert stages(record)["parity"]["note"].startswith("needs 1000000 s")
+
+
+def test_a_failing_step_drops_only_the_steps_that_need_it(run, monkeypatch):
+    """distance_ranks fails at 300 rows: its error is recorded, the table, avatarize and
+    privacy_metrics of that size still run, and the stage fails, the check going on."""
+    from gpu_avatar.metrics import reductions
+
+    ranks = reductions.distance_ranks
+
+    def failing_ranks(points, *args, **kwargs):
+        if len(points) == 300:
+            raise MemoryError("planted out of memory")
+        return ranks(points, *args, **kwargs)
+
+    monkeypatch.setattr(reductions, "distance_ranks", failing_ranks)
+    status, record, _ = run()
+    assert status == 1
+    at_300 = {m["step"]: m for m in record["measurements"] if m["rows"] == 300}
+    assert at_300["distance_ranks"]["seconds"] is None
+    assert "planted out of memory" in at_300["distance_ranks"]["error"]
+    assert at_300["distance_ranks"]["note"] == "failed: MemoryError: planted out of memory"
+    assert all(at_300[step]["seconds"] > 0 for step in STEPS if step != "distance_ranks")
+    by_name = stages(record)
+    assert by_name["timings at 300 rows"]["status"] == "failed"
+    assert by_name["timings at 300 rows"]["error"] == (
+        "failed at 300 rows: distance_ranks (errors in the measurements)")
+    assert by_name["parity"]["status"] == "ok"
 
 
 def test_the_budget_stops_a_running_step_and_skips_what_follows(run, monkeypatch):
@@ -161,6 +197,7 @@ def test_the_budget_stops_a_running_step_and_skips_what_follows(run, monkeypatch
     assert time.perf_counter() - started < 25  # stopped, not slept through
     assert status == 1
     by_name = stages(record)
+    assert by_name["timings at 150 rows"]["status"] == "ok"
     assert by_name["timings at 300 rows"]["status"] == "stopped"
     assert by_name["parity"]["status"] == "skipped"
     assert "budget ran out during timings at 300 rows" in by_name["parity"]["note"]
@@ -182,6 +219,32 @@ def test_a_step_stuck_past_the_grace_ends_the_process_with_the_record_saved(tmp_
     saved = json.loads((tmp_path / "record.json").read_text())
     assert "the process was ended" in saved["hard_stop"]
 
+    def failing_save():
+        raise OSError("disk full")
+
+    monkeypatch.setattr(record, "save", failing_save)
+    with pytest.raises(OSError):
+        watchdog._hard_stop()
+    assert exits == [3, 3]  # ended all the same
+
+
+def test_the_record_is_copied_under_its_lock_and_again_if_it_changed(tmp_path, monkeypatch):
+    """The watchdog's thread saves while the main thread may add to the record: the copy is
+    taken under the lock, and taken again when it changed meanwhile."""
+    record = gpu_check.Record([tmp_path / "record.json"], budget=1.0, started=time.perf_counter())
+    record.data["measurements"].append({"rows": 1})
+    dumps, calls = gpu_check.json.dumps, []
+
+    def changing(data, **kwargs):
+        calls.append(record.lock.locked())
+        if len(calls) == 1:
+            raise RuntimeError("dictionary changed size during iteration")
+        return dumps(data, **kwargs)
+
+    monkeypatch.setattr(gpu_check.json, "dumps", changing)
+    assert record.snapshot()["measurements"] == [{"rows": 1}]
+    assert calls == [True, True]
+
 
 def test_an_unusable_gpu_stops_the_check_after_the_preflight_with_the_reason(run, monkeypatch,
                                                                              tmp_path):
@@ -189,8 +252,9 @@ def test_an_unusable_gpu_stops_the_check_after_the_preflight_with_the_reason(run
               "(...). Fix: export CUDA_HOME=/usr/local/cuda")  # fmt: skip
     monkeypatch.setattr(choice, "_probe_gpu", lambda: (None, reason))
     toolkit, empty = tmp_path / "cuda-13.0", tmp_path / "no-toolkit"
-    (toolkit / "nvvm").mkdir(parents=True)
-    empty.mkdir()
+    (toolkit / "nvvm" / "lib64").mkdir(parents=True)
+    (toolkit / "nvvm" / "lib64" / "libnvvm.so.4").touch()
+    (empty / "nvvm").mkdir(parents=True)  # no libNVVM in it
     monkeypatch.setenv("CUDA_HOME", str(empty))
     monkeypatch.setenv("CUDA_PATH", str(toolkit))
     status, record, _ = run()
@@ -229,3 +293,17 @@ def test_predictions_grow_faster_than_the_rows():
 def test_device_utilisation_is_read_from_nvidia_smi_lines():
     assert gpu_check.mean_utilisation("100\n50\n 0\n") == 0.5
     assert gpu_check.mean_utilisation("") is None
+
+
+def test_an_unset_cuda_home_is_set_to_the_toolkit_that_matches_the_driver(monkeypatch):
+    """numba-cuda finds libNVVM through CUDA_HOME or the loader path: an unset CUDA_HOME is set
+    to the toolkit found, the one no newer than the driver first."""
+    seen = []
+    monkeypatch.setattr(gpu_check, "driver_cuda_version", lambda: (13, 0))
+    monkeypatch.setattr(choice, "cuda_toolkits_with_nvvm",
+                        lambda driver: seen.append(driver) or ["/usr/local/cuda-13.0"])
+    monkeypatch.setenv("CUDA_HOME", "")
+    monkeypatch.delenv("CUDA_HOME")
+    found = gpu_check.cuda_home()
+    assert seen == [(13, 0)] and found["set_to"] == "/usr/local/cuda-13.0"
+    assert gpu_check.os.environ["CUDA_HOME"] == "/usr/local/cuda-13.0"

@@ -6,10 +6,12 @@ The backend is resolved once per entry point (``resolve_backend``) and the resul
 ``.cuda``, the same functions with the same signatures), and never tests which library it runs
 on.
 
-The GPU is usable when cupy imports and sees a device, numba-cuda imports, and a one-line
-kernel compiles (numba-cuda finds libNVVM: a pip wheel, conda, the loader path or
-``CUDA_HOME``) and runs on the device: a driver alone is not enough, since every tree search
-is a numba-cuda kernel. The probe runs once a process; ``gpu_status()`` says what it found.
+The GPU is usable when cupy imports and sees a device, numba-cuda imports, the package's CUDA
+kernels import (numba-cuda >= 0.21), and a one-line kernel compiles (numba-cuda finds libNVVM:
+a pip wheel, conda, the loader path or ``CUDA_HOME``) and runs on the device: a driver alone is
+not enough, since every tree search is a numba-cuda kernel. A libNVVM newer than the driver
+emits PTX the driver may reject: the probe records it, and a failed launch says so. The probe
+runs once a process; ``gpu_status()`` says what it found.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from __future__ import annotations
 import functools
 import glob
 import importlib
+import json
 import logging
 import os
+import re
+import site
 import time
 import warnings
 from dataclasses import dataclass
+from importlib import metadata
 from types import ModuleType
 from typing import Any
 
@@ -126,7 +132,7 @@ class _Probed(tuple):
 
 
 # The stages a probe can stop at; from "numba-cuda" on, a CUDA device is visible.
-PROBE_STAGES = ("cupy", "device", "numba-cuda", "compile", "launch", "ok")
+PROBE_STAGES = ("cupy", "device", "numba-cuda", "kernels", "compile", "launch", "ok")
 _DEVICE_SEEN = frozenset(PROBE_STAGES[2:])
 _fallbacks_said: set[str] = set()
 logger = logging.getLogger("gpu_avatar")
@@ -186,15 +192,20 @@ def _probe(details: dict[str, Any]) -> tuple[ModuleType | None, str]:
     if not cuda.is_available():  # e.g. numba-cuda built for another CUDA than the driver's
         return None, f"numba-cuda sees no usable CUDA device (cupy does); {_INSTALL}"
     details["simulator"] = _simulated()
+    details["stage"] = "kernels"
+    try:  # the package's kernels need numba-cuda >= 0.21 (numba.cuda.extending.overload)
+        _kernels("gpu")
+    except Exception as exc:
+        return None, _kernels_failure(exc, details)
     details["stage"] = "compile"
     cc = _compute_capability(cupy)
     details["compute_capability"] = ".".join(map(str, cc)) if cc else "unknown"
     try:  # NVVM alone: PTX for the device's compute capability (the simulator has no PTX)
-        if not details["simulator"]:
-            probe_ptx(cc)
+        ptx = "" if details["simulator"] else probe_ptx(cc)
     except Exception as exc:
         return None, _compile_failure(exc, details)
     details.update(nvvm_details())
+    _compare_ptx_with_driver(ptx, details)
     details["stage"] = "launch"
     try:  # the driver: compiled for the current device, linked, loaded and run
         value = _launch_probe_kernel(cuda)
@@ -266,39 +277,74 @@ def nvvm_details() -> dict[str, Any]:
     return found
 
 
-def cuda_toolkits_with_nvvm() -> list[str]:
-    """CUDA toolkit folders on this machine that hold ``nvvm/`` (where numba-cuda finds libNVVM
-    when ``CUDA_HOME`` names one): ``CUDA_HOME``, ``CUDA_PATH``, ``/usr/local/cuda``,
-    ``/usr/local/cuda-*`` (newest first), ``/opt/cuda``."""
+def nvvm_library(folder: str) -> str | None:
+    """The libNVVM a CUDA toolkit (``nvvm/lib64``) or a pip wheel's folder (``lib``, as in
+    ``nvidia/cu13``) holds, or None: a folder named ``nvvm/`` alone loads nothing."""
+    for pattern in ("nvvm/lib64", "nvvm/lib", "lib64", "lib"):
+        found = sorted(glob.glob(os.path.join(folder, pattern, "libnvvm.so*")))
+        if found:
+            return found[0]
+    return None
+
+
+def toolkit_version(folder: str) -> tuple[int, int] | None:
+    """A toolkit's CUDA version (major, minor): its ``version.json``, else its folder's name
+    once links are resolved (``/usr/local/cuda`` -> ``cuda-13.0``), else None."""
+    try:
+        with open(os.path.join(folder, "version.json")) as file:
+            text = json.load(file)["cuda"]["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        text = os.path.basename(os.path.realpath(folder)).rpartition("-")[2]
+    match = re.match(r"(\d+)\.(\d+)", text)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def cuda_toolkits_with_nvvm(driver: tuple[int, int] | None = None) -> list[str]:
+    """CUDA toolkit folders on this machine that hold libNVVM (where numba-cuda finds it when
+    ``CUDA_HOME`` names one): ``CUDA_HOME``, ``CUDA_PATH``, ``/usr/local/cuda``,
+    ``/usr/local/cuda-*`` (newest first), ``/opt/cuda``, then the pip wheels' folders
+    (``nvidia/cu13``, ``nvidia/cuda_nvcc``). With the driver's CUDA version, the toolkits no
+    newer than the driver come first (newest first): a newer NVVM emits PTX the driver
+    rejects."""
+    wheels = [os.path.join(path, "nvidia", name) for path in site.getsitepackages()
+              for name in ("cu13", "cuda_nvcc")]  # fmt: skip
     candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
-                  *sorted(glob.glob("/usr/local/cuda-*"), reverse=True), "/opt/cuda"]  # fmt: skip
+                  *sorted(glob.glob("/usr/local/cuda-*"), reverse=True), "/opt/cuda", *wheels]
     found: list[str] = []
     for folder in candidates:
-        if folder and folder not in found and os.path.isdir(os.path.join(folder, "nvvm")):
+        if folder and folder not in found and nvvm_library(folder):
             found.append(folder)
+    if driver:
+        def preference(folder: str) -> tuple[int, int, int]:
+            version = toolkit_version(folder)
+            if version is None or version > driver:
+                return 1, 0, 0  # after, in the order above (the sort is stable)
+            return 0, -version[0], -version[1]
+
+        found.sort(key=preference)
     return found
 
 
-_INSTALL = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13]"
+_INSTALL = "install gpu_avatar[gpu] (CUDA 12) or gpu_avatar[gpu-cuda13] (CUDA 13)"
 # The pip wheels that carry libNVVM, by CUDA major version, and the extra that brings each.
 _NVVM_WHEELS = {13: ("gpu-cuda13", "nvidia-nvvm"), 12: ("gpu", "nvidia-cuda-nvcc-cu12")}
 
 
-def nvvm_fix(cuda_major: int | None = None) -> str:
+def nvvm_fix(cuda_major: int | None = None, driver: tuple[int, int] | None = None) -> str:
     """How to give numba-cuda libNVVM (and what else the same wheels carry): ``CUDA_HOME`` (a
-    toolkit found here first), or the pip wheel for this CUDA (``cuda_major``, else both)."""
+    toolkit found here first, one no newer than ``driver`` first), or the pip wheel for this
+    CUDA (``cuda_major``, else both)."""
     home = os.environ.get("CUDA_HOME")
-    toolkits = cuda_toolkits_with_nvvm()
+    toolkits = cuda_toolkits_with_nvvm(driver)
     if home and home not in toolkits:
-        where = f"CUDA_HOME={home} has no nvvm/ folder: set it to a CUDA toolkit's root"
-        if toolkits:
-            where += f" (export CUDA_HOME={toolkits[0]})"
+        where = f"CUDA_HOME={home} has no libNVVM (nvvm/lib64/libnvvm.so*): set it to a CUDA "
+        where += "toolkit's root" + (f" (export CUDA_HOME={toolkits[0]})" if toolkits else "")
     elif home:
-        where = f"CUDA_HOME={home} holds nvvm/ but its libNVVM did not load: check that toolkit"
+        where = f"CUDA_HOME={home} holds libNVVM but it did not load: check that toolkit"
     elif toolkits:
-        where = f"export CUDA_HOME={toolkits[0]} (a CUDA toolkit with nvvm/ is there)"
+        where = f"export CUDA_HOME={toolkits[0]} (a CUDA toolkit with libNVVM is there)"
     else:
-        where = "set CUDA_HOME to a CUDA toolkit's root (the folder that holds nvvm/)"
+        where = "set CUDA_HOME to a CUDA toolkit's root (the folder that holds nvvm/lib64/)"
     majors = [cuda_major] if cuda_major in _NVVM_WHEELS else sorted(_NVVM_WHEELS, reverse=True)
     wheels = " or ".join(
         f"pip install 'gpu_avatar[{_NVVM_WHEELS[m][0]}]' (brings {_NVVM_WHEELS[m][1]}, "
@@ -310,6 +356,37 @@ def nvvm_fix(cuda_major: int | None = None) -> str:
 def _cuda_major(details: dict[str, Any]) -> int | None:
     version = details.get("cuda_runtime") or details.get("cuda_driver")
     return int(version) // 1000 if version else None
+
+
+def _driver_version(details: dict[str, Any]) -> tuple[int, int] | None:
+    """The driver's CUDA version (13000 -> (13, 0)), None if unknown."""
+    version = details.get("cuda_driver")
+    return (int(version) // 1000, int(version) % 1000 // 10) if version else None
+
+
+def ptx_cuda_version(ptx: str) -> tuple[int, int] | None:
+    """The oldest CUDA release (so the oldest driver) that takes ``ptx``, from its ISA version:
+    ``.version 9.5`` -> (13, 5); PTX 8.6 came with CUDA 12.7 (never released), so 8.7 with
+    12.8; None when ``ptx`` has no version line."""
+    match = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", ptx, re.MULTILINE)
+    if not match:
+        return None
+    major, minor = int(match[1]), int(match[2])
+    return major + 4, minor + 1 if major == 8 and minor > 5 else minor
+
+
+def _compare_ptx_with_driver(ptx: str, details: dict[str, Any]) -> None:
+    """Record the CUDA release of libNVVM's PTX and whether it is newer than the driver's (a
+    driver rejects PTX of a later release: the launch then fails, and its reason says so)."""
+    emitted, driver = ptx_cuda_version(ptx), _driver_version(details)
+    if emitted:
+        details["nvvm_cuda"] = f"{emitted[0]}.{emitted[1]}"
+    if emitted and driver and emitted > driver:
+        details["nvvm_newer_than_driver"] = (
+            f"libNVVM emits PTX of CUDA {details['nvvm_cuda']}, newer than the driver's CUDA "
+            f"{driver[0]}.{driver[1]}: the driver rejects it unless numba-cuda links with "
+            "nvJitLink"
+        )
 
 
 # The CUDA libraries numba-cuda loads to compile and link, by the name its errors use.
@@ -340,7 +417,7 @@ def missing_cuda_library(exc: BaseException | None) -> str | None:
 
 def _compile_failure(exc: BaseException, details: dict[str, Any]) -> str:
     details["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
-    fix = nvvm_fix(_cuda_major(details))
+    fix = nvvm_fix(_cuda_major(details), _driver_version(details))
     library = missing_cuda_library(exc)
     if library:
         details["missing_library"] = library
@@ -355,12 +432,37 @@ def _compile_failure(exc: BaseException, details: dict[str, Any]) -> str:
     )
 
 
+def _kernels_failure(exc: BaseException, details: dict[str, Any]) -> str:
+    details["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+    try:
+        found = f"numba-cuda {metadata.version('numba-cuda')} is installed"
+    except metadata.PackageNotFoundError:
+        found = "numba-cuda's version is unknown"
+    extra = "gpu-cuda13" if _cuda_major(details) == 13 else "gpu"
+    return (
+        f"gpu_avatar's CUDA kernels could not be imported ({details['error']}): they need "
+        f"numba-cuda >= 0.21 (numba.cuda.extending.overload), and {found}. Fix: pip install "
+        f"'gpu_avatar[{extra}]' (brings numba-cuda >= 0.21 for the driver's CUDA)"
+    )
+
+
 def _launch_failure(exc: BaseException, details: dict[str, Any]) -> str:
     if missing_cuda_library(exc):
         return _compile_failure(exc, details)
     details["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
-    driver = details.get("cuda_driver")
-    driver_text = f"the driver runs CUDA {driver // 1000}.{driver % 1000 // 10}" if driver else (
+    driver = _driver_version(details)
+    if "nvvm_newer_than_driver" in details:
+        toolkits = cuda_toolkits_with_nvvm(driver)
+        version = toolkit_version(toolkits[0]) if toolkits else None
+        where = f"set CUDA_HOME to a CUDA {driver[0]}.{driver[1]} toolkit"
+        if version and version <= driver:
+            where = f"export CUDA_HOME={toolkits[0]} (CUDA {version[0]}.{version[1]}, found here)"
+        return (
+            f"a one-line kernel compiled but did not run on the device ({details['error']}): "
+            f"{details['nvvm_newer_than_driver']} ({details.get('nvvm_path', '?')}). Fix: "
+            f"{where}, put its nvvm/lib64 first on LD_LIBRARY_PATH, or update the driver"
+        )
+    driver_text = f"the driver runs CUDA {driver[0]}.{driver[1]}" if driver else (
         "the driver's CUDA version is unknown")
     return (
         f"a one-line kernel compiled (libNVVM {details.get('nvvm_version', '?')}) but did not "

@@ -15,14 +15,20 @@
 
 Compiled passes that serve one caller live next to it: ``synthesis_kernels.py`` (also run by
 ``cuda.py``), ``projection/modalities.py``, ``relational/transport.py``. Kernels compile on
-first use and are cached on disk; numba keys a cache on the compiled function's own file only,
-so after editing a walk that another module inlines, clear that module's ``__pycache__``. The
-CPU drivers pass their kernels ``host_array``s and Python ints, so that each kernel compiles
-once whatever arrays the caller has.
+first use and are cached on disk. numba keys a cache on the compiled function's own file only,
+while the kernels here inline the walks of the others: ``key_caches_on_sources`` folds a digest
+of every file here and of ``synthesis_kernels.py`` into their caches' stamp, so that editing a
+walk makes every kernel that may inline it compile again (on the GPU too: a warm machine runs
+no stale code). The CPU drivers pass their kernels ``host_array``s and Python ints, so that
+each kernel compiles once whatever arrays the caller has.
 """
 
+import functools
+import hashlib
+from pathlib import Path
+
 import numpy as np
-from numba.core import event
+from numba.core import caching, event
 
 from ..progress import notice
 
@@ -48,6 +54,50 @@ class _CompileNotice(event.Listener):
 
 
 event.register("numba:compile", _CompileNotice())
+
+# The files whose walks the kernels inline: a kernel of one is cached under a digest of all.
+SOURCES = (*sorted(Path(__file__).parent.glob("*.py")),
+           Path(__file__).parents[1] / "synthesis_kernels.py")  # fmt: skip
+
+
+@functools.cache
+def sources_digest(paths: tuple[Path, ...] = SOURCES) -> str:
+    """sha256 of ``paths``' contents, in order: read once a process, when the first kernel of
+    them is decorated."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def key_caches_on_sources(cache_impl: type) -> None:
+    """Put before ``cache_impl``'s locators (numba's or numba-cuda's) a subclass of each of its
+    file-backed ones, in the same order, that takes the functions of ``SOURCES`` only and stamps
+    their cache with the file's own stamp and ``sources_digest()``: numba finds a cache whose
+    stamp differs stale, compiles again and overwrites it."""
+    sources = {str(path.resolve()) for path in SOURCES}
+
+    def keyed(locator: type) -> type:
+        class Keyed(locator):
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if str(Path(py_file).resolve()) not in sources:
+                    return None
+                return super().from_function(py_func, py_file)
+
+            def get_source_stamp(self):
+                return super().get_source_stamp(), sources_digest()
+
+        Keyed.__name__ = Keyed.__qualname__ = f"SourcesKeyed{locator.__name__}"
+        return Keyed
+
+    known = [c for c in cache_impl._locator_classes if not c.__name__.startswith("SourcesKeyed")]
+    file_backed = [c for c in known if any(base.__name__ == "_SourceFileBackedLocatorMixin"
+                                           for base in c.__mro__)]  # fmt: skip
+    cache_impl._locator_classes = [*map(keyed, file_backed), *known]
+
+
+key_caches_on_sources(caching.CompileResultCacheImpl)
 
 
 def host_array(values, dtype) -> np.ndarray:

@@ -14,8 +14,9 @@ the CPU does.
 
 Every kernel is cached on disk (``cache=True``: next to this file in ``__pycache__``, or under
 ``NUMBA_CACHE_DIR``), per compute capability and CUDA version, as the CPU kernels are: a later
-process loads it instead of compiling it. numba keys the cache on this file only: after editing
-a walk of another module, clear this module's cache.
+process loads it instead of compiling it. The cache is keyed on every file of the walks it
+inlines, not on this one alone (``kernels.key_caches_on_sources``): a walk edited elsewhere
+compiles the kernels again.
 
 Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, how the test suite runs these kernels
 without a GPU) the walks run as Python on numpy arrays. This module imports numba-cuda: the
@@ -33,7 +34,7 @@ from numba.cuda.core.config import ENABLE_CUDASIM
 from .. import synthesis_kernels
 from ..backend.memory import resident_threads
 from ..synthesis_kernels import synthesize_row
-from . import knn, mixed, ranks, tree
+from . import key_caches_on_sources, knn, mixed, ranks, tree
 from .knn import knn_query, verify_row
 from .mixed import nearest_mixed_scan
 from .ranks import count_within_query, rank_query, two_nearest_query
@@ -77,6 +78,10 @@ def _register_for_cuda() -> None:
 
 
 _register_for_cuda()
+if not ENABLE_CUDASIM:  # the simulator caches nothing
+    from numba.cuda.dispatcher import CUDACacheImpl
+
+    key_caches_on_sources(CUDACacheImpl)
 
 
 # ------------------------------------------------------------------------------- kernels

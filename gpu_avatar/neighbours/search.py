@@ -117,7 +117,7 @@ def _faiss_candidates(points, q: int, backend: Backend):
 def _cuml_candidates(points, q: int, backend: Backend):
     NearestNeighbors = import_extra(  # noqa: N806 - cuML's class
         "cuml.neighbors", None, "engine='cuml'",
-        "install RAPIDS cuML (conda, or the rapidsai image: docker/README.md), or use "
+        "install RAPIDS cuML (conda, or a rapidsai/base image), or use "
         "engine='auto'",
     ).NearestNeighbors
 

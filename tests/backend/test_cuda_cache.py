@@ -56,3 +56,42 @@ def test_a_second_process_loads_every_cuda_kernel_from_the_disk_cache(tmp_path):
     second = _run(tmp_path, "forbid")
     for name, kernel in second.items():
         assert kernel == {"cached": True, "misses": 0, "hits": 1}, (name, kernel)
+
+
+STAMP_SCRIPT = r"""
+import json
+from gpu_avatar.kernels import cuda, sources_digest
+stamps = {name: kernel._cache._impl.locator.get_source_stamp()[1] == sources_digest()
+          for name, kernel in (("rank", cuda._rank_kernel), ("knn", cuda._knn_kernel(32)))}
+print(json.dumps(stamps))
+"""
+
+
+def test_kernel_caches_are_keyed_on_every_walk_they_inline(tmp_path):
+    """numba keys a cache on the kernel's own file, but the kernels inline the walks of the
+    others (tree.py's in knn.py's, every walk in cuda.py's): a warm machine would run a stale
+    kernel after a walk was edited. Their stamp holds a digest of every kernels/*.py and
+    synthesis_kernels.py, CPU and CUDA kernels alike; other cached modules keep numba's own."""
+    from gpu_avatar import kernels
+    from gpu_avatar.kernels import knn
+    from gpu_avatar.projection import modalities
+
+    names = {path.name for path in kernels.SOURCES}
+    assert {"tree.py", "knn.py", "ranks.py", "mixed.py", "cuda.py",
+            "synthesis_kernels.py"} <= names  # fmt: skip
+    stamp = knn._group_nearest._cache._impl.locator.get_source_stamp()
+    assert stamp[1] == kernels.sources_digest()
+    assert not type(modalities._modality_statistics._cache._impl.locator).__name__.startswith(
+        "SourcesKeyed")  # fmt: skip
+    copies = []
+    for path in kernels.SOURCES:
+        copies.append(tmp_path / path.name)
+        copies[-1].write_bytes(path.read_bytes())
+    digest = kernels.sources_digest.__wrapped__  # not memoised: read the files each time
+    before = digest(tuple(copies))
+    with open(tmp_path / "tree.py", "a") as tree:
+        tree.write("# a walk edited\n")
+    assert digest(tuple(copies)) != before
+    # numba-cuda's kernels (not the simulator's), decorated without a device
+    assert last_json(run_fresh(STAMP_SCRIPT, cache=tmp_path, simulator=False)) == {
+        "rank": True, "knn": True}

@@ -40,6 +40,16 @@ def fake_cupy(devices: int = 1, driver: int = 13000) -> types.ModuleType:
     return module
 
 
+def make_toolkit(folder: Path, version: str | None = None) -> Path:
+    """A CUDA toolkit's folder as the search reads it: nvvm/lib64/libnvvm.so.4 (empty), and
+    ``version.json`` when ``version`` is given."""
+    (folder / "nvvm" / "lib64").mkdir(parents=True)
+    (folder / "nvvm" / "lib64" / "libnvvm.so.4").touch()
+    if version:
+        (folder / "version.json").write_text(f'{{"cuda": {{"version": "{version}"}}}}')
+    return folder
+
+
 @pytest.fixture
 def device(monkeypatch):
     """One CUDA device, seen by CuPy and by numba-cuda (the simulator), a fresh probe."""
@@ -106,14 +116,13 @@ def test_gpu_raises_the_reason_with_the_fix(no_nvvm):
 
 def test_the_fix_names_a_toolkit_found_here_or_a_wrong_cuda_home(no_nvvm, monkeypatch,
                                                                  tmp_path):  # fmt: skip
-    toolkit, empty = tmp_path / "cuda-13.0", tmp_path / "elsewhere"
-    (toolkit / "nvvm").mkdir(parents=True)
-    empty.mkdir()
+    toolkit, empty = make_toolkit(tmp_path / "cuda-13.0"), tmp_path / "elsewhere"
+    (empty / "nvvm").mkdir(parents=True)  # a folder named nvvm/ alone is no libNVVM
     monkeypatch.setenv("CUDA_PATH", str(toolkit))  # one of the places looked at
     assert f"export CUDA_HOME={toolkit}" in choice.nvvm_fix(13)
     monkeypatch.setenv("CUDA_HOME", str(empty))
     fix = choice.nvvm_fix(12)
-    assert f"CUDA_HOME={empty} has no nvvm/ folder" in fix and f"CUDA_HOME={toolkit}" in fix
+    assert f"CUDA_HOME={empty} has no libNVVM" in fix and f"CUDA_HOME={toolkit}" in fix
     assert "gpu_avatar[gpu]' (brings nvidia-cuda-nvcc-cu12, CUDA 12)" in fix
     assert "gpu-cuda13" not in fix
 
@@ -212,3 +221,69 @@ def test_the_fix_names_the_wheels_the_extras_bring():
     for extra, wheel in choice._NVVM_WHEELS.values():
         (line,) = [line for line in lines if line.startswith(f"{extra} = [")]
         assert f'"{wheel}' in line, (extra, wheel, line)
+        (dask,) = [line for line in lines if line.startswith(f"dask-{extra} = [")]  # its cluster
+        assert f'"gpu_avatar[dask,{extra}]"' in dask, (extra, dask)
+
+
+def test_toolkits_need_a_libnvvm_and_the_one_matching_the_driver_comes_first(monkeypatch,
+                                                                            tmp_path):
+    """An NVVM newer than the driver emits PTX the driver rejects: with the driver's version,
+    the newest toolkit no newer than it comes first."""
+    newer = make_toolkit(tmp_path / "cuda-13.5")
+    matching = make_toolkit(tmp_path / "local", version="13.0.48")
+    (tmp_path / "empty" / "nvvm").mkdir(parents=True)
+    (tmp_path / "cuda-13.1").symlink_to(matching)
+    monkeypatch.setenv("CUDA_HOME", str(newer))
+    monkeypatch.setenv("CUDA_PATH", str(matching))
+    library = choice.nvvm_library  # this machine's own toolkits left out
+    monkeypatch.setattr(choice, "nvvm_library", lambda folder: library(folder) if folder.startswith(
+        str(tmp_path)) else None)  # fmt: skip
+    assert choice.cuda_toolkits_with_nvvm() == [str(newer), str(matching)]
+    assert choice.cuda_toolkits_with_nvvm((13, 0)) == [str(matching), str(newer)]
+    assert choice.toolkit_version(str(newer)) == (13, 5)
+    assert choice.nvvm_library(str(tmp_path / "empty")) is None
+    assert choice.toolkit_version(str(tmp_path / "cuda-13.1")) == (13, 0)  # its version.json
+    (matching / "version.json").unlink()
+    assert choice.toolkit_version(str(tmp_path / "cuda-13.1")) is None  # "local": no version
+
+
+@pytest.mark.parametrize("isa, cuda_version", [("9.5", (13, 5)), ("9.0", (13, 0)),
+                                               ("8.8", (12, 9)), ("8.4", (12, 4))])
+def test_the_cuda_release_is_read_from_the_ptx_version(isa, cuda_version):
+    assert choice.ptx_cuda_version(f"//\n.version {isa}\n.target sm_90\n") == cuda_version
+    assert choice.ptx_cuda_version("") is None
+
+
+def test_an_nvvm_newer_than_the_driver_is_said_with_the_toolkit_that_matches(device, monkeypatch,
+                                                                            tmp_path):
+    """NVVM from CUDA 13.5 (PTX ISA 9.5) on a CUDA 13.0 driver: the launch fails, and the
+    reason says why and names the CUDA 13.0 toolkit found here."""
+    def launch(cuda_module):
+        raise RuntimeError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+
+    toolkit = make_toolkit(tmp_path / "cuda-13.0")
+    monkeypatch.setenv("CUDA_PATH", str(toolkit))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.setattr(choice, "_simulated", lambda: False)
+    monkeypatch.setattr(choice, "probe_ptx", lambda cc: ".version 9.5\n.target sm_90\n")
+    monkeypatch.setattr(choice, "nvvm_details", lambda: {"nvvm_path": "/x/libnvvm.so.4"})
+    monkeypatch.setattr(choice, "_launch_probe_kernel", launch)
+    status = gpu_status()
+    assert not status.usable and status.details["stage"] == "launch"
+    assert status.details["nvvm_cuda"] == "13.5"
+    assert "PTX of CUDA 13.5, newer than the driver's CUDA 13.0" in status.reason
+    assert f"export CUDA_HOME={toolkit} (CUDA 13.0, found here)" in status.reason
+
+
+def test_kernels_that_cannot_import_name_the_numba_cuda_floor(device, monkeypatch):
+    """numba-cuda older than 0.21 imports and compiles the probe, then fails on the kernels'
+    ``numba.cuda.extending.overload``: the probe imports them and says which version is
+    needed."""
+    def kernels(name):
+        raise ImportError("cannot import name 'overload' from 'numba.cuda.extending'")
+
+    monkeypatch.setattr(choice, "_kernels", kernels)
+    status = gpu_status()
+    assert not status.usable and status.details["stage"] == "kernels"
+    assert "numba-cuda >= 0.21" in status.reason and "'overload'" in status.reason
+    assert "pip install 'gpu_avatar[gpu-cuda13]'" in status.reason  # the driver's CUDA 13
