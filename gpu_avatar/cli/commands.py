@@ -52,7 +52,7 @@ from ..advice import COMMAND_LINE_NAMES, DATABASE_TARGETS, TABLE_TARGETS, check_
 from ..encoding import IDENTIFIER
 from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, GpuAvatarError, import_extra, worded
+from ..errors import AvatarError, GpuAvatarError, foreign_words, import_extra, worded
 from ..metrics.attacks.singling_out import SINGLING_OUT_QUERIES
 from ..metrics.catalogue import PRIVACY_TARGETS
 from ..metrics.checks import check_same_table
@@ -1177,7 +1177,7 @@ def describe(error: BaseException, entry: str = "cli") -> str:
     elif isinstance(error, OSError) and error.strerror:
         text = error.strerror + (f": {error.filename}" if error.filename else "")
     else:
-        text = f"unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
+        text = f"unexpected {foreign_words(error)} (rerun with --debug for the traceback)"
     return masked(one_line(text))
 
 

@@ -608,11 +608,11 @@ def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
             f"column {name!r} holds infinite values; replace them (by NaN to treat them as "
             "missing, or by a finite value)"
         )
-    largest = np.nanmax(np.abs(values), initial=0.0)
-    if largest > _LARGEST_VALUE:
+    large = int((np.abs(values) > _LARGEST_VALUE).sum())
+    if large:
         raise AvatarError(
-            f"column {name!r} holds values up to {largest:.3g}, too large to standardise "
-            f"(above {_LARGEST_VALUE:g} their squares overflow); rescale it (other units)"
+            f"column {name!r} holds {large:,} value(s) above {_LARGEST_VALUE:g} in magnitude, "
+            "too large to standardise (their squares overflow); rescale it (other units)"
         )
     return values
 

@@ -320,7 +320,8 @@ def test_database_errors_give_the_fix_in_the_words_of_the_command_line_or_yaml(t
         return line
 
     assert error("database", config, tmp_path / "out").endswith(
-        "3 row(s) of 'visit' have a 'patient_id' absent from patient.p_id (e.g. [999]); fix the "
+        "3 row(s) of 'visit' have a 'patient_id' absent from patient.p_id (rows 1, 2, 3, by "
+        "position); fix the "
         "data, or drop them: links: - {parent: patient, child: visit, foreign_key: patient_id, "
         "drop_orphans: true}")
     config.write_text(config.read_text().replace("foreign_key: patient_id}",
