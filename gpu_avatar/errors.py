@@ -118,8 +118,21 @@ def import_extra(module: str, extra: str | None, purpose: str, install: str | No
         ) from error
 
 
+_NAMES_SHOWN = 8
 _SHAPED = 20  # a text up to this long is shown by its shape: 9 for a digit, a for a letter
 _ROWS_SHOWN = 3
+
+
+def among(names: Iterable[Any], asked: Iterable[Any] = ()) -> str:
+    """``names`` to choose from (columns, tables) on a short line: those closest to the
+    ``asked`` ones first, a few more, and how many there are in all."""
+    import difflib
+
+    names = [str(name) for name in names]
+    close = [m for a in asked for m in difflib.get_close_matches(str(a), names, n=3)]
+    shown = list(dict.fromkeys(close + names))[:_NAMES_SHOWN]
+    more = f", ... ({len(names)} in all)" if len(names) > len(shown) else ""
+    return ", ".join(shown) + more
 
 
 def _shape(char: str) -> str:

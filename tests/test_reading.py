@@ -275,7 +275,7 @@ def test_text_declared_datetime_or_continuous_is_read_and_written_back_as_text()
     with pytest.raises(ga.AvatarError, match=r"column 'g' is declared continuous but \d+ cells"):
         ga.avatarize(df, k=5, types={"birth": "datetime", "w": "continuous",
                                      "g": "continuous"})
-    with pytest.raises(ga.AvatarError, match=r"not a kind; the kinds: continuous .*datetime"):
+    with pytest.raises(ga.AvatarError, match=r"not a kind; kinds: continuous.*datetime"):
         ga.avatarize(df, k=5, types={"g": "date"})
 
 

@@ -52,7 +52,14 @@ from ..advice import COMMAND_LINE_NAMES, DATABASE_TARGETS, TABLE_TARGETS, check_
 from ..encoding import IDENTIFIER
 from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, GpuAvatarError, foreign_words, import_extra, worded
+from ..errors import (
+    AvatarError,
+    GpuAvatarError,
+    among,
+    foreign_words,
+    import_extra,
+    worded,
+)
 from ..metrics.attacks.singling_out import SINGLING_OUT_QUERIES
 from ..metrics.catalogue import PRIVACY_TARGETS
 from ..metrics.checks import check_same_table
@@ -69,8 +76,8 @@ from ..parameters import (
     ZERO_DISTANCE_RULES,
     AvatarParameters,
     MetricOptions,
+    check_declaration,
     check_rare_threshold,
-    check_types,
     column_kind,
     kinds_listed,
 )
@@ -157,11 +164,11 @@ def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
             at = splits[0]  # one word, a mistyped kind: said as it is
         if at is None:  # options after the "=" are not repeated: they could hold a key
             column = spec.partition("=")[0]
-            raise UsageError(f"--types {column}=...: no kind after the '='; the kinds: "
+            raise UsageError(f"--types {column}=...: no kind after the '='; kinds: "
                              f"{kinds_listed()}")
         column, kind = spec[:at], spec[at + 1:]
         try:
-            types.update(check_types({column: kind}, f"--types {column}: types"))
+            types[column] = check_declaration(kind, f"--types {column}")
         except AvatarError as error:
             raise UsageError(str(error)) from None
     return types
@@ -190,7 +197,8 @@ def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
     declared = _parse_types(args.types)
     unknown = [c for c in declared if c not in df.columns]
     if unknown:
-        raise UsageError(f"--types names unknown column(s) {unknown}; columns: {list(df.columns)}")
+        raise UsageError(f"--types names unknown column(s) {unknown}; columns: "
+                         f"{among(df.columns, unknown)}")
     types.update(declared)
     return types
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import AvatarError
+from ..errors import AvatarError, among
 from ..parameters import IMPUTATIONS, check_choice, check_types, column_kind, is_datetime_kind
 from .kinds import (
     CATEGORICAL,
@@ -226,7 +226,8 @@ class TableEncoder:
         unknown = [c for c in self.types if c not in chunk.columns]
         if unknown:
             raise AvatarError(
-                f"types names unknown column(s) {unknown}; available: {list(chunk.columns)}"
+                f"types names unknown column(s) {unknown}; available: "
+                f"{among(chunk.columns, unknown)}"
             )
         first = not self.columns_
         if first:

@@ -224,7 +224,7 @@ BAD_INPUTS = {
                                           "evidence: add --report PATH or --holdout"),
     "unknown kind in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
                                  "Class=ordinal"], 2,
-                                "types['Class']='ordinal' is not a kind; the kinds: continuous"),
+                                "--types Class='ordinal' is not a kind; kinds: continuous"),
     "unsupported file type": (["avatarize", "{wbcd}", "{tmp}/a.xlsx"], 1,
                               "unsupported file type"),
     "output is the input": (["avatarize", "{tmp}/in.csv", "{tmp}/in.csv"], 1,
