@@ -261,9 +261,12 @@ BAD_INPUTS = {
                                   "hidden_rate=95"], 2,
                                  "--targets set the advice that --k auto takes: add --k auto"),
     "a table's options for a YAML database": (
-        ["advise", "yaml:" + BAD_KEY_YAML, "--types", "gender=categorical"], 2,
-        "--types: for a table INPUT; a YAML database declares these per table (tables: "
+        ["advise", "yaml:" + BAD_KEY_YAML, "--decimal", ","], 2,
+        "--decimal: for a table INPUT; a YAML database declares these per table (tables: "
         "{{TABLE: {{types: "),
+    "a column without its table for a YAML database": (
+        ["advise", "yaml:" + BAD_KEY_YAML, "--types", "gender=categorical"], 2,
+        "--types gender: name a table of the database, TABLE.COLUMN=KIND; tables: "),
     "--k auto for a database": (["database", "yaml:" + BAD_KEY_YAML, "{tmp}/out", "--k", "auto"],
                                 2, "--k auto is for avatarize; for a database, run 'gpu-avatar "
                                 "advise {tmp}/config/db.yaml' for the advised k"),
