@@ -25,6 +25,7 @@ from ..errors import (
     AvatarError,
     AvatarTypeError,
     FixableError,
+    among,
     described,
     error_context,
     rows_named,
@@ -162,7 +163,8 @@ class Database:
         types = check_types(types, f"table {name!r}: types")
         for column in types:
             if column not in data.columns:
-                raise AvatarError(f"table {name!r}: types names unknown column {column!r}")
+                raise AvatarError(f"table {name!r}: types names unknown column {column!r}; "
+                                  f"columns: {among(data.columns, [column])}")
         if time is not None and (time not in data.columns or time == primary_key):
             raise AvatarError(
                 f"table {name!r}: time={time!r} must name a column other than the primary key "
