@@ -582,7 +582,7 @@ def test_primary_key_must_be_unique_and_not_null(problem):
     parent["pid"] = parent["pid"].astype(float)
     if problem == "duplicate":
         parent.loc[3, "pid"] = parent.loc[4, "pid"]
-        message = r"'parent'.*'pid'.*not unique.*1 repeated.*104"
+        message = r"'parent'.*'pid'.*not unique \(1 repeated value\(s\), in rows 4, 5 by position\)"
     else:
         parent.loc[3, "pid"] = np.nan
         message = r"'parent'.*'pid'.*1 missing"
