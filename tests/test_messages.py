@@ -28,6 +28,7 @@ from gpu_avatar.parsing import detect_date_reading, non_missing_text, type_text_
 from gpu_avatar.relational.time_series import check_series_table
 from gpu_avatar.rules import Derived, RuleSet
 from gpu_avatar.sql.columns import to_dates
+from gpu_avatar.streaming.run import BatchTask, batch_error
 
 TEXT = "SECRETVALUE123"
 NUMBER = 987654.321
@@ -178,6 +179,8 @@ def test_another_librarys_error_is_named_by_its_class():
     except RuntimeError as error:
         _assert_quotes_no_sentinel(describe(error))
         assert failure_text(error) == "RuntimeError"
+        task = BatchTask(3, 8, 400, 1200, np.random.SeedSequence(0), True, "run")
+        _assert_quotes_no_sentinel(str(batch_error(task, error, "out/")))
     assert failure_text(MemoryError("out of memory")) == "MemoryError: out of memory"
 
 
