@@ -24,6 +24,7 @@ from gpu_avatar.errors import (
     worded,
 )
 from gpu_avatar.files import TableFile
+from gpu_avatar.parameters import check_types
 from gpu_avatar.parsing import detect_date_reading, non_missing_text, type_text_column
 from gpu_avatar.relational.time_series import check_series_table
 from gpu_avatar.rules import Derived, RuleSet
@@ -199,3 +200,14 @@ def test_rows_are_the_files_rows_across_chunks():
         TextValues.declared(chunk, "continuous").add(chunk)
     _assert_quotes_no_sentinel(str(error.value))
     assert non_missing_text(chunk).index[-1] == 102
+
+
+def test_an_unknown_kind_is_one_short_line_naming_the_kinds():
+    with pytest.raises(ga.AvatarError) as error:
+        check_types({"stage": "ordinal"})
+    message = str(error.value)
+    assert len(message) < 300 and "\n" not in message, message
+    for kind in ("continuous", "categorical", "datetime[:FORMAT]", "identifier",
+                 "pseudonym:STRATEGY", "excluded:row_order|coordinate_similarity", "dropped",
+                 "'Columns: the plan'"):
+        assert kind in message
