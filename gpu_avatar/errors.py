@@ -9,12 +9,18 @@ offending argument, column or file and says what to do about it:
 - ``AvatarTypeError`` (an ``AvatarError``, also a ``TypeError``): an argument of the wrong type;
 - ``BackendUnavailableError`` (also a ``RuntimeError``): the requested backend cannot run here;
 - ``MissingExtraError`` (also an ``ImportError``): an optional dependency is not installed.
+
+No message quotes a data cell (a value of a real person leaves only where the user declared
+it so): ``described`` words a cell by its kind and shape, ``rows_named`` by its rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import datetime
+import numbers
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 
 class GpuAvatarError(Exception):
@@ -64,6 +70,23 @@ def worded(error: BaseException, entry: str) -> str:
     return error.worded(entry) if isinstance(error, FixableError) else str(error)
 
 
+def foreign_words(error: BaseException) -> str:
+    """What ``error`` says, in words that quote no cell: gpu_avatar's own message, with its
+    class a memory or system error's, another's class only (pandas, numpy and drivers quote
+    the value they could not read)."""
+    if isinstance(error, GpuAvatarError):
+        return str(error)
+    if isinstance(error, (MemoryError, OSError)):
+        return f"{type(error).__name__}: {error}"
+    return type(error).__name__
+
+
+def failure_text(error: BaseException) -> str:
+    """A failed task's error: its class, and what it says where that quotes no cell."""
+    words = foreign_words(error)
+    return f"{type(error).__name__}: {words}" if isinstance(error, GpuAvatarError) else words
+
+
 def in_context(error: GpuAvatarError, context: str) -> GpuAvatarError:
     """``error`` with ``context`` (a table, a file) before its message: the same class, a
     ``FixableError``'s fixes kept."""
@@ -93,3 +116,59 @@ def import_extra(module: str, extra: str | None, purpose: str, install: str | No
         raise MissingExtraError(
             f"{purpose} needs {module.split('.')[0]}, which is not installed: {how}"
         ) from error
+
+
+_NAMES_SHOWN = 8
+_SHAPED = 20  # a text up to this long is shown by its shape: 9 for a digit, a for a letter
+_ROWS_SHOWN = 3
+
+
+def among(names: Iterable[Any], asked: Iterable[Any] = ()) -> str:
+    """``names`` to choose from (columns, tables) on a short line: those closest to the
+    ``asked`` ones first, a few more, and how many there are in all."""
+    import difflib
+
+    names = [str(name) for name in names]
+    close = [m for a in asked for m in difflib.get_close_matches(str(a), names, n=3)]
+    shown = list(dict.fromkeys(close + names))[:_NAMES_SHOWN]
+    more = f", ... ({len(names)} in all)" if len(names) > len(shown) else ""
+    return ", ".join(shown) + more
+
+
+def _shape(char: str) -> str:
+    return "9" if char.isdigit() else "a" if char.isalpha() else " " if char.isspace() else char
+
+
+def described(value: Any) -> str:
+    """A data cell in words that do not quote it: its kind and size ("a 10-character text
+    shaped 99/99/9999", "a 42-character text of 6 words", "a number", "a date")."""
+    if isinstance(value, str):
+        text = value.strip()
+        said = f"a {len(text)}-character text"
+        if len(text) <= _SHAPED:
+            return f"{said} shaped {''.join(map(_shape, text))}"
+        words = len(text.split())
+        return f"{said} of {words} word{'' if words == 1 else 's'}"
+    if value is None:
+        return "a missing value"
+    if type(value).__name__ in ("bool", "bool_"):
+        return "a boolean"
+    if isinstance(value, numbers.Number):
+        return "a number"
+    if isinstance(value, datetime.date) or type(value).__name__ == "datetime64":
+        return "a date"
+    if isinstance(value, datetime.timedelta) or type(value).__name__ == "timedelta64":
+        return "a duration"
+    if isinstance(value, (bytes, bytearray)):
+        return f"a {len(value)}-byte value"
+    return f"a value of type {type(value).__name__}"
+
+
+def rows_named(rows: Iterable[int], count: int | None = None) -> str:
+    """1-based ``rows`` in words, the first few only ("row 12", "rows 3, 7, 9 and 2 more");
+    ``count``: how many there are in all, when ``rows`` holds only some."""
+    rows = [int(r) for r in rows]
+    count = len(rows) if count is None else count
+    shown = ", ".join(map(str, rows[:_ROWS_SHOWN]))
+    more = count - min(len(rows), _ROWS_SHOWN)
+    return f"row{'' if count == 1 else 's'} {shown}" + (f" and {more:,} more" if more > 0 else "")

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from .encoding.kinds import is_text
-from .errors import AvatarError, import_extra
+from .errors import AvatarError, described, import_extra
 from .outputs import atomic_path
 from .parsing import (
     DECIMAL_MARKS,
@@ -92,8 +92,8 @@ class TableFile:
                 lines.append(f"  {kind}s: {', '.join(names)}")
         for column, typing in self.typings.items():
             if typing.stopped is not None:
-                lines.append(f"  {column!r} kept as text: {typing.stopped!r} does not read as "
-                             "the rest of the column does")
+                lines.append(f"  {column!r} kept as text: a value ({described(typing.stopped)})"
+                             " does not read as the rest of the column does")
         return "\n".join(lines)
 
 

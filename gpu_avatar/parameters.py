@@ -142,8 +142,14 @@ def reattach_method(declared: Any) -> str:
     return declared.partition(":")[2]
 
 
+KINDS_DOCUMENTED = "README.md, 'Columns: the plan'"
+
+
 def kinds_listed() -> str:
-    return "; ".join(f"{kind} ({meaning})" for kind, meaning in KIND_MEANINGS.items())
+    """The kinds a column may be declared, on one short line, and where they are told."""
+    excluded = "|".join(REATTACH_METHODS)
+    return (f"continuous, categorical, {DATETIME}[:FORMAT], identifier, {PSEUDONYM}:STRATEGY, "
+            f"excluded:{excluded}, dropped (see {KINDS_DOCUMENTED})")
 
 
 def check_types(types: Any, where: str = "types") -> dict[Any, str]:
@@ -154,14 +160,16 @@ def check_types(types: Any, where: str = "types") -> dict[Any, str]:
         return {}
     if not isinstance(types, Mapping):
         raise AvatarTypeError(
-            f"{where} must map column names to kinds, got {types!r}; the kinds: {kinds_listed()}"
+            f"{where} must map column names to kinds, got {type(types).__name__}; kinds: "
+            f"{kinds_listed()}"
         )
-    return {column: _declaration(declared, f"{where}[{column!r}]")
+    return {column: check_declaration(declared, f"{where}[{column!r}]")
             for column, declared in types.items()}
 
 
-def _declaration(declared: Any, where: str) -> str:
-    """One column's declaration in its checked text form."""
+def check_declaration(declared: Any, where: str) -> str:
+    """One column's declaration in its checked text form (``where``: the column, as the entry
+    point names it)."""
     head, _, tail = declared.partition(":") if isinstance(declared, str) else (None, "", "")
     if head == DATETIME or (head in KINDS and head != "excluded" and not tail):
         return declared
@@ -190,7 +198,7 @@ def _declaration(declared: Any, where: str) -> str:
         return "identifier" if text == PSEUDONYM else text
     shown = repr(declared) if head is None else repr(head) + (" (options not repeated)"
                                                              if tail else "")  # a key?
-    raise AvatarError(f"{where}={shown} is not a kind; the kinds: {kinds_listed()}")
+    raise AvatarError(f"{where}={shown} is not a kind; kinds: {kinds_listed()}")
 
 
 def check_column_weights(weights: Any) -> dict[Any, float]:

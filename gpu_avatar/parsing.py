@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import AvatarError, FixableError
+from .errors import AvatarError, FixableError, described, rows_named
 
 DECIMAL_MARKS = (".", ",")
 ISO = "ISO8601"  # pandas' own reading of every ISO 8601 form
@@ -58,6 +58,31 @@ def first_failure(text: pd.Series, parsed: pd.Series) -> Any:
     """A value of ``text`` (non-missing) whose parse is missing; None if all parsed."""
     failed = text[parsed.isna().to_numpy()]
     return None if failed.empty else failed.iloc[0]
+
+
+def row_numbers(index: pd.Index, labels: Any) -> np.ndarray:
+    """1-based rows of ``labels`` in a table indexed by ``index``: the label itself where the
+    index counts rows (a RangeIndex, which a file read in chunks continues), else its
+    position (an index may hold values, never quoted); none where labels repeat."""
+    labels = pd.Index(labels)
+    if isinstance(index, pd.RangeIndex) and index.step == 1:
+        return np.asarray(labels, dtype=np.int64) + 1
+    if not index.is_unique:
+        return np.zeros(0, dtype=np.int64)
+    return index.get_indexer(labels) + 1
+
+
+def failed_cells(values: pd.Series, text: pd.Series, parsed: pd.Series) -> tuple[str, int]:
+    """The cells of ``values`` (``text``: its non-missing text) whose parse is missing, in
+    words that quote none (how many, their first rows, the first one's shape), and how many."""
+    failed = parsed.isna().to_numpy()
+    count = int(failed.sum())
+    rows = row_numbers(values.index, text.index[failed][:3])
+    first = described(text[failed].iloc[0]) if count else "none"
+    if count > 1:
+        first = f"the first {first}"
+    where = f"{rows_named(rows, count)}: " if len(rows) else ""
+    return f"{count:,} cell{'' if count == 1 else 's'} ({where}{first})", count
 
 
 def by_value(parse: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
@@ -177,7 +202,8 @@ def detect_date_reading(text: pd.Series, where: str,
     if len(readings) > 1:
         fixes = {"python": fix} if isinstance(fix, str) else fix
         raise FixableError(
-            f"{where}: dates such as {text.iloc[0]!r} read both day first and month first",
+            f"{where}: its dates (the first {described(text.iloc[0])}) read both day first "
+            "and month first",
             {entry: f"give the format, {words}" for entry, words in fixes.items()},
         )
     return readings[0] if readings else None
@@ -246,10 +272,10 @@ def type_text_column(
             return _dates(values, text, parsed, try_format)
     if date_format is not None:
         parsed = to_datetimes(text, date_format)
-        failed = first_failure(text, parsed)
-        if failed is not None:
-            raise AvatarError(f"{where}: {failed!r} does not read as a date with format "
-                              f"{date_format!r}")
+        cells, failed = failed_cells(values, text, parsed)
+        if failed:
+            raise AvatarError(f"{where}: {cells} {'does' if failed == 1 else 'do'} not read "
+                              f"as a date with format {date_format!r}")
         return _dates(values, text, parsed, date_format)
     if text.empty:
         return _text_kept(values)

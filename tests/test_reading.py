@@ -93,7 +93,7 @@ def test_a_column_becomes_numbers_or_dates_only_if_every_value_reads(tmp_path):
     table = ga.read_table_file(path)
     frame = table.frame
     assert pd.api.types.is_string_dtype(frame["weight"])  # "7O" is not a number
-    assert "'7O'" in table.summary()
+    assert "'weight' kept as text: a value (a 2-character text shaped 9a)" in table.summary()
     # offsets that change with daylight saving: one instant each
     assert frame["visit"].iloc[:2].tolist() == [pd.Timestamp("2021-03-27 09:00", tz="UTC"),
                                                 pd.Timestamp("2021-03-29 08:00", tz="UTC")]
@@ -272,10 +272,10 @@ def test_text_declared_datetime_or_continuous_is_read_and_written_back_as_text()
     assert parsed.between(dates.min(), dates.max()).all()
     assert avatars["w"].dropna().str.fullmatch(r"\d+,\d").all()  # one decimal, a comma
     assert avatars["w"].isna().any()
-    with pytest.raises(ga.AvatarError, match=r"column 'g' is declared continuous but '[ab]'"):
+    with pytest.raises(ga.AvatarError, match=r"column 'g' is declared continuous but \d+ cells"):
         ga.avatarize(df, k=5, types={"birth": "datetime", "w": "continuous",
                                      "g": "continuous"})
-    with pytest.raises(ga.AvatarError, match=r"not a kind; the kinds: continuous .*datetime"):
+    with pytest.raises(ga.AvatarError, match=r"not a kind; kinds: continuous.*datetime"):
         ga.avatarize(df, k=5, types={"g": "date"})
 
 

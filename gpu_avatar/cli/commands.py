@@ -5,14 +5,16 @@
                          [--language en|fr] [--holdout HOLDOUT]
     gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20] [--targets hidden_rate=95 ...]
                             [--holdout FILE]
-                            (INPUT: a table, or a YAML database as for database;
+                            (INPUT: a table, or a YAML database as for database, its
+                            columns declared by --types TABLE.COLUMN=KIND;
                             avatarize --k auto [--candidates ...] [--targets ...]: advice first)
     gpu-avatar split INPUT TRAINING HOLDOUT [--fraction 0.2] [--seed S]
     gpu-avatar attacks ORIGINAL AVATARS --holdout HOLDOUT [--secrets col ...]
     gpu-avatar database SOURCE OUTPUT     (SOURCE: a database URL or a YAML file, see
                                           gpu_avatar.relational.config; OUTPUT: a URL or a folder;
                                           [--no-links]: release a database without foreign keys
-                                          unlinked)
+                                          unlinked; [--types TABLE.COLUMN=KIND ...]: a column's
+                                          kind, over the YAML's tables.TABLE.types)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
     gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html|report.pdf]
     gpu-avatar demo [OUTPUT_DIR]
@@ -52,7 +54,14 @@ from ..advice import COMMAND_LINE_NAMES, DATABASE_TARGETS, TABLE_TARGETS, check_
 from ..encoding import IDENTIFIER
 from ..encoding.identifying import knowingly_released_line
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, GpuAvatarError, import_extra, worded
+from ..errors import (
+    AvatarError,
+    GpuAvatarError,
+    among,
+    foreign_words,
+    import_extra,
+    worded,
+)
 from ..metrics.attacks.singling_out import SINGLING_OUT_QUERIES
 from ..metrics.catalogue import PRIVACY_TARGETS
 from ..metrics.checks import check_same_table
@@ -69,8 +78,8 @@ from ..parameters import (
     ZERO_DISTANCE_RULES,
     AvatarParameters,
     MetricOptions,
+    check_declaration,
     check_rare_threshold,
-    check_types,
     column_kind,
     kinds_listed,
 )
@@ -158,11 +167,11 @@ def _parse_types(specs: Sequence[Sequence[str]] | None) -> dict[str, str]:
             at = splits[0]  # one word, a mistyped kind: said as it is
         if at is None:  # options after the "=" are not repeated: they could hold a key
             column = spec.partition("=")[0]
-            raise UsageError(f"--types {column}=...: no kind after the '='; the kinds: "
+            raise UsageError(f"--types {column}=...: no kind after the '='; kinds: "
                              f"{kinds_listed()}")
         column, kind = spec[:at], spec[at + 1:]
         try:
-            types.update(check_types({column: kind}, f"--types {column}: types"))
+            types[column] = check_declaration(kind, f"--types {column}")
         except AvatarError as error:
             raise UsageError(str(error)) from None
     return types
@@ -194,9 +203,29 @@ def column_types(df: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
     declared = _parse_types(args.types)
     unknown = [c for c in declared if c not in df.columns]
     if unknown:
-        raise UsageError(f"--types names unknown column(s) {unknown}; columns: {list(df.columns)}")
+        raise UsageError(f"--types names unknown column(s) {unknown}; columns: "
+                         f"{among(df.columns, unknown)}")
     types.update(declared)
     return types
+
+
+def database_types(specs: Sequence[Sequence[str]] | None, database: Any) -> None:
+    """``--types TABLE.COLUMN=KIND`` items declared on ``database``'s tables, over what its
+    YAML file or URL declared (the command line wins). A column name may hold dots: an item's
+    table is the longest table name it starts with, then a dot. A table or column the
+    database lacks is a usage error naming those it has."""
+    for item, kind in _parse_types(specs).items():
+        named = [t for t in database.tables if str(item).startswith(f"{t}.")]
+        if not named:
+            raise UsageError(f"--types {item}: name a table of the database, "
+                             f"TABLE.COLUMN=KIND; tables: "
+                             f"{among(database.tables, [str(item).partition('.')[0]])}")
+        table = database.tables[max(named, key=len)]
+        column = str(item)[len(table.name) + 1:]
+        if column not in table.data.columns:
+            raise UsageError(f"--types {item}: table {table.name} has no column {column!r}; "
+                             f"columns: {among(table.data.columns, [column])}")
+        table.types[column] = kind
 
 
 def _metric_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -245,6 +274,14 @@ def _add_plan(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan", metavar="PLAN.yaml",
                         help="the reviewed plan (gpu-avatar plan SOURCE -o PLAN.yaml): every "
                         "column's kind, every table's treatment; --types wins over it")
+
+
+def _add_database_types(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--types", "--column", nargs="+", action="append", dest="types",
+                        metavar="TABLE.COLUMN=KIND",
+                        help="a column's kind in one table, e.g. visit.comment=dropped "
+                        "patient.code=identifier (the kinds of --types of avatarize), over the "
+                        "YAML file's tables.TABLE.types")
 
 
 def _add_sep(parser: argparse.ArgumentParser) -> None:
@@ -464,7 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
     command = commands.add_parser(
         "advise", help="the k that meets every privacy target with the least signal loss")
     command.add_argument("input", help="the original table, or a YAML file declaring a "
-                         "database (as for database): the k whose privacy summary passes")
+                         "database (as for database): the k whose privacy summary passes; "
+                         "--types TABLE.COLUMN=KIND declares its columns")
     _add_parameters(command, DEFAULTS, advised=True)
     _add_advice_options(command)
     command.add_argument("--holdout", metavar="FILE",
@@ -503,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "key with its tables unlinked (refused otherwise, showing the links "
                          "suggested from key names and values)")
     _add_plan(command)
+    _add_database_types(command)
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_database)
 
@@ -746,7 +785,7 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
         raise UsageError("--holdout: the attacks are measured on one table; advise on a YAML "
                          "database judges its privacy summary matrix")
     given = [f"--{name.replace('_', '-')}" for name in TABLE_OPTIONS
-             if getattr(args, name) is not None]
+             if getattr(args, name) is not None and name != "types"]  # TABLE.COLUMN=KIND
     if given:
         raise UsageError(f"{', '.join(given)}: for a table INPUT; a YAML database declares "
                          "these per table (tables: {TABLE: {types: ..., column_weights: ..., "
@@ -754,6 +793,7 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
     options, settings = _advice_options(args, DATABASE_TARGETS), _settings(args)
     output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
     config = load_database_config(args.input)
+    database_types(args.types, config.database)
     advice = ga.advise_database(
         config.database, parameters=config.parameters.replace(**settings),
         overrides=config.overrides, assignment_block_size=config.assignment_block_size,
@@ -1033,6 +1073,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     steps = Steps(progress, "gpu-avatar database")
     with steps.step("read"):
         config = _read_database(args, progress)
+        database_types(args.types, config.database)
     _refuse_unlinked(args, config)
     if output is not None:  # the tables' files, now that their names are known
         paths.add_inputs({f"SOURCE's table {name}": path for name, path in config.paths.items()})
@@ -1229,7 +1270,7 @@ def describe(error: BaseException, entry: str = "cli") -> str:
     elif isinstance(error, OSError) and error.strerror:
         text = error.strerror + (f": {error.filename}" if error.filename else "")
     else:
-        text = f"unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
+        text = f"unexpected {foreign_words(error)} (rerun with --debug for the traceback)"
     return masked(one_line(text))
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import BackendUnavailableError, import_extra
+from ..errors import BackendUnavailableError, failure_text, import_extra  # noqa: F401
 
 GPU = "GPU"  # the worker resource a GPU task asks for (one per worker)
 RETRIES = 2  # a task run again after a failure (a lost worker), by default
@@ -90,6 +90,3 @@ def task_resources(workers: dict[str, dict], backend: str) -> dict[str, int] | N
         )
     return {GPU: 1}
 
-
-def failure_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import AvatarError
+from ..errors import AvatarError, among
 from ..parameters import IMPUTATIONS, check_choice, check_types, column_kind, is_datetime_kind
 from .kinds import (
     CATEGORICAL,
@@ -226,7 +226,8 @@ class TableEncoder:
         unknown = [c for c in self.types if c not in chunk.columns]
         if unknown:
             raise AvatarError(
-                f"types names unknown column(s) {unknown}; available: {list(chunk.columns)}"
+                f"types names unknown column(s) {unknown}; available: "
+                f"{among(chunk.columns, unknown)}"
             )
         first = not self.columns_
         if first:
@@ -608,11 +609,11 @@ def _finite_or_missing(name: Any, values: np.ndarray) -> np.ndarray:
             f"column {name!r} holds infinite values; replace them (by NaN to treat them as "
             "missing, or by a finite value)"
         )
-    largest = np.nanmax(np.abs(values), initial=0.0)
-    if largest > _LARGEST_VALUE:
+    large = int((np.abs(values) > _LARGEST_VALUE).sum())
+    if large:
         raise AvatarError(
-            f"column {name!r} holds values up to {largest:.3g}, too large to standardise "
-            f"(above {_LARGEST_VALUE:g} their squares overflow); rescale it (other units)"
+            f"column {name!r} holds {large:,} value(s) above {_LARGEST_VALUE:g} in magnitude, "
+            "too large to standardise (their squares overflow); rescale it (other units)"
         )
     return values
 

@@ -2,8 +2,9 @@
 shared rules of ``gpu_avatar.parsing``, and written back as text the way the originals are
 written (decimal mark and decimals; the date order, separator and time of day).
 
-A value that does not read is an error naming the column and the value: a declaration is a
-promise about every value, and a silent NaN would lose it.
+A value that does not read is an error naming the column and the value's row and shape
+(never the value): a declaration is a promise about every value, and a silent NaN would
+lose it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..parsing import (
     date_format_fixes,
     decimal_mark,
     detect_date_reading,
-    first_failure,
+    failed_cells,
     non_missing_text,
     time_parts,
     to_datetimes,
@@ -60,9 +61,10 @@ class TextValues:
             reading = date_format_of(kind) or detect_date_reading(text, where, fixes)
             if reading is None:
                 unread = to_datetimes(text, ISO).isna() & to_datetimes(text, "day first").isna()
+                cells, count = failed_cells(series, text, unread.where(~unread))
                 raise FixableError(
-                    f"{where} is declared datetime but {text[unread.to_numpy()].iloc[0]!r} is "
-                    "not a date in ISO 8601 or day/month/year order",
+                    f"{where} is declared datetime but {cells} {'is' if count == 1 else 'are'}"
+                    " not a date in ISO 8601 or day/month/year order",
                     {entry: f"give its format (strptime codes), {fix}"
                      for entry, fix in fixes.items()},
                 )
@@ -80,16 +82,16 @@ class TextValues:
         text = non_missing_text(series)
         parsed = to_datetimes(text, self.reading) if self.is_date else to_numbers(
             text, self.decimal)
-        failed = first_failure(text, parsed)
-        if failed is not None:
+        cells, failed = failed_cells(series, text, parsed)
+        if failed:
             what = (f"a date ({self.reading})" if self.is_date else
                     f"a number (decimal mark {self.decimal!r})")
             dates = not self.is_date and to_datetimes(text.iloc[:SAMPLE]).notna().all()
             instead = "'datetime'" if dates else "'categorical'"
             raise AvatarError(
                 f"column {self.column!r} is declared {'datetime' if self.is_date else 'continuous'}"
-                f" but {failed!r} does not read as {what}; fix the value, or declare the column "
-                f"{instead}"
+                f" but {cells} {'does' if failed == 1 else 'do'} not read as {what}; fix "
+                f"{'it' if failed == 1 else 'them'}, or declare the column {instead}"
             )
         return text, parsed
 

@@ -21,7 +21,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
+from ..errors import (
+    AvatarError,
+    AvatarTypeError,
+    FixableError,
+    among,
+    described,
+    error_context,
+    rows_named,
+)
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types, column_kind
 from ..planning.model import TREATMENTS
 from ..rules import RuleSet, across_children
@@ -160,7 +168,8 @@ class Database:
         types = check_types(types, f"table {name!r}: types")
         for column in types:
             if column not in data.columns:
-                raise AvatarError(f"table {name!r}: types names unknown column {column!r}")
+                raise AvatarError(f"table {name!r}: types names unknown column {column!r}; "
+                                  f"columns: {among(data.columns, [column])}")
         if time is not None and (time not in data.columns or time == primary_key):
             raise AvatarError(
                 f"table {name!r}: time={time!r} must name a column other than the primary key "
@@ -405,11 +414,12 @@ class Database:
                     f"table {name!r}: primary key {table.primary_key!r} has "
                     f"{int(key.isna().sum())} missing value(s)"
                 )
-            duplicated = key[key.duplicated()].unique()
-            if len(duplicated):
+            repeated = key.duplicated(keep=False).to_numpy()
+            if repeated.any():
+                rows = rows_named(np.flatnonzero(repeated)[:_EXAMPLES] + 1, int(repeated.sum()))
                 raise AvatarError(
                     f"table {name!r}: primary key {table.primary_key!r} is not unique "
-                    f"({len(duplicated)} repeated value(s), e.g. {duplicated[:_EXAMPLES].tolist()})"
+                    f"({key[repeated].nunique()} repeated value(s), in {rows} by position)"
                 )
             data[name] = table.data
         for name in self.topological_order():
@@ -442,10 +452,10 @@ class Database:
         orphan = ~keys.isin(parent[link.parent_key]).to_numpy() & keys.notna().to_numpy()
         if not orphan.any():
             return child
-        examples = pd.unique(keys[orphan])[:_EXAMPLES].tolist()
+        rows = rows_named(np.flatnonzero(orphan)[:_EXAMPLES] + 1, int(orphan.sum()))
         message = (
             f"{int(orphan.sum())} row(s) of {link.child!r} have a {link.foreign_key!r} absent "
-            f"from {link.parent}.{link.parent_key} (e.g. {examples})"
+            f"from {link.parent}.{link.parent_key} ({rows}, by position)"
         )
         if not link.drop_orphans:
             entry = (f"{{parent: {link.parent}, child: {link.child}, foreign_key: "
@@ -474,8 +484,8 @@ class Database:
                 else f"write {where} as {parent_kind}, like {parent_key}, in its file")
         raise FixableError(
             f"link {link.parent}->{link.child}: {where} holds {kind} (e.g. "
-            f"{keys.dropna().iloc[0]!r}) but {parent_key} holds {parent_kind}, so no value can "
-            "match (a type mismatch, not orphans)", {
+            f"{described(keys.dropna().iloc[0])}) but {parent_key} holds {parent_kind}, so no "
+            "value can match (a type mismatch, not orphans)", {
                 "python": f"cast the column to the type of {parent_key} "
                           f"({parent_keys.dtype}) first, e.g. with astype or pd.to_numeric",
                 "cli": f"cast the column: {cast}",

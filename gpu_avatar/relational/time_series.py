@@ -47,7 +47,7 @@ import pandas as pd
 from ..backend import Backend
 from ..encoding.encoder import ticks_to_times, time_ticks
 from ..encoding.kinds import is_datetime, is_number, is_timedelta
-from ..errors import AvatarError, FixableError
+from ..errors import AvatarError, FixableError, rows_named
 from ..parameters import SERIES_PROJECTIONS, check_choice, check_integer
 from ..projection.projection import chunk_rows, sorted_axes
 
@@ -130,10 +130,11 @@ def check_series_table(
             )
     repeated = data.duplicated([foreign_key, time])
     if repeated.any():
-        examples = data.loc[repeated, [foreign_key, time]].head(3).to_dict("records")
+        rows = rows_named(np.flatnonzero(repeated.to_numpy())[:3] + 1, int(repeated.sum()))
         raise AvatarError(
             f"{where}: {int(repeated.sum())} row(s) repeat a time within their series "
-            f"(e.g. {examples}); a series has one row per time: aggregate or drop the repeats"
+            f"({rows}, by position); a series has one row per time: aggregate or drop the "
+            "repeats"
         )
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..encoding import CATEGORICAL, CONTINUOUS
 from ..encoding.kinds import is_number
-from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
+from ..errors import AvatarError, AvatarTypeError, FixableError, error_context, rows_named
 from ..metrics.signal import HELLINGER_BINS, categorical_hellinger, continuous_hellinger
 from .base import Encodable, Rule
 from .children import BoundedSteps, CountPerParent, Increasing
@@ -144,11 +144,10 @@ class RuleSet:
         for rule in self.rules:
             broken = rule.broken(originals, originals, none)
             if broken.any() and not rule.keep_exceptions:
-                first = int(np.flatnonzero(broken)[0])
-                example = originals.iloc[first][list(rule.columns)].to_dict()
+                rows = rows_named(np.flatnonzero(broken)[:3] + 1, int(broken.sum()))
                 raise rule.error(
-                    f"{int(broken.sum())} of the {len(originals)} original rows break it, e.g. "
-                    f"row {originals.index[first]!r}: {example}",
+                    f"{int(broken.sum())} of the {len(originals)} original rows break it "
+                    f"({rows}, by position)",
                     "fix those rows, or keep the originals' exceptions: pass "
                     "keep_exceptions=True to the rule",
                     "fix those rows, or keep the originals' exceptions: add "

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..encoding.kinds import is_datetime, is_number, is_timedelta
-from ..errors import AvatarError, AvatarTypeError
+from ..errors import AvatarError, AvatarTypeError, foreign_words
 from .base import Encodable, Rule, column_names, replaced
 from .expressions import Expression
 from .values import GRID_TOLERANCE, Neighbours, Quantity, is_quantity, same_values
@@ -384,7 +384,8 @@ class Derived(Encodable):
                 raise self.error(f"it computes {computed.dtype} for a column of {like}", fix)
             self.values(originals, originals)
         except (TypeError, ValueError, ArithmeticError) as error:
-            raise self.error(f"it does not compute on the originals ({error})", fix) from None
+            raise self.error(f"it does not compute on the originals ({foreign_words(error)})",
+                             fix) from None
 
     def _computed(self, table: pd.DataFrame) -> pd.Series:
         with np.errstate(all="ignore"):

@@ -47,7 +47,7 @@ from ..parsing import (
     DATE_ORDERS,
     ISO,
     detect_date_reading,
-    first_failure,
+    failed_cells,
     non_missing_text,
     to_datetimes,
 )
@@ -120,14 +120,16 @@ def to_series(values: list, kind: str, name: Any, key: bool = False) -> pd.Serie
 def to_dates(values: pd.Series, zoned: bool, where: str) -> pd.Series:
     """A whole DATE or TIMESTAMP column (``to_series``'s) as datetime64: the driver's dates
     and times as they are (UTC if ``zoned``), text by the shared rules (module docstring);
-    anything else is refused naming ``where`` (``table.column``) and the value."""
+    anything else is refused naming ``where`` (``table.column``) and the value's rows."""
     present = values.dropna()
     text = present.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
     dates = present.map(lambda v: isinstance(v, datetime.date)).to_numpy(dtype=bool)
     if not (text.all() or dates.all()):  # numbers in an SQLite DATE column, say
-        odd = present[~text if text.any() else ~dates].iloc[0]
+        odd = ~text if text.any() else ~dates
+        cells, count = failed_cells(values, present, present.where(~odd))
         raise AvatarError(
-            f"column {where} holds {odd!r}, which is not a date; store its dates as text "
+            f"column {where} holds {cells} that "
+            f"{'is not a date' if count == 1 else 'are not dates'}; store its dates as text "
             "(ISO 8601: 1980-12-31 13:45) or convert the column in the database"
         )
     if not text.any():
@@ -139,12 +141,13 @@ def to_dates(values: pd.Series, zoned: bool, where: str) -> pd.Series:
     parsed = max((to_datetimes(strings, r) for r in ([reading] if reading else
                                                       [ISO, *DATE_ORDERS])),
                  key=lambda dates: int(dates.notna().sum()))
-    failed = first_failure(strings, parsed)
-    if failed is not None:
+    cells, failed = failed_cells(values, strings, parsed)
+    if failed:
         raise AvatarError(
-            f"column {where} holds {failed!r}, which does not read as a date like the others "
-            "(ISO 8601 1980-12-31 13:45, day first 31/12/1980 or month first 12/31/1980, one "
-            "for the whole column); fix or convert it in the database"
+            f"column {where} holds {cells} that {'does' if failed == 1 else 'do'} not read "
+            "as a date like the others (ISO 8601 1980-12-31 13:45, day first 31/12/1980 or "
+            "month first 12/31/1980, one for the whole column); fix or convert it in the "
+            "database"
         )
     if parsed.dt.tz is not None:  # one offset for every value: the same instants, in UTC
         parsed = parsed.dt.tz_convert("UTC")

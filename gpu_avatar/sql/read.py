@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..encoding import IDENTIFIER
-from ..errors import AvatarError, AvatarTypeError, FixableError
+from ..errors import AvatarError, AvatarTypeError, FixableError, foreign_words
 from ..parameters import check_integer
 from ..progress import ProgressLike, Steps
 from ..relational.schema import Database
@@ -148,7 +148,7 @@ def _read_rows(connection, table, kinds: dict[str, str], primary_key: str, keys:
         except (ValueError, TypeError, OverflowError) as error:
             raise AvatarError(
                 f"column {table.name}.{name} ({table.c[name].type}) holds a value that is not "
-                f"of its type ({error}); fix or convert it in the database"
+                f"of its type ({foreign_words(error)}); fix or convert it in the database"
             ) from None
 
     # dates and times as the driver gives them: SQLAlchemy's own SQLite reading refuses

@@ -45,7 +45,7 @@ import pandas as pd
 from .. import parallel
 from ..backend import resolve_backend
 from ..encoding.rare import RareModalities
-from ..errors import AvatarError
+from ..errors import AvatarError, failure_text
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
 from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, seed_sequence
@@ -237,7 +237,7 @@ def batch_error(task: BatchTask, error: BaseException, destination: str,
     what = (f"fitting the model on batch 0 ({task.rows:,} rows)" if fit else
             f"batch {task.batch} (of {task.n_batches}, {task.rows:,} rows)")
     return AvatarError(
-        f"{what} failed: {type(error).__name__}: {error}. {destination} is left marked "
+        f"{what} failed: {failure_text(error)}. {destination} is left marked "
         f"incomplete ({INCOMPLETE}); {_finish_hint(task.rows, error, hint)}"
     )
 

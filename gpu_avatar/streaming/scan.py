@@ -31,7 +31,7 @@ import pandas as pd
 from ..encoding import CATEGORICAL, IDENTIFIER, TableEncoder, detect_kind
 from ..encoding.identifying import IdentifyingColumn, refuse_undeclared
 from ..encoding.rare import RareModalities
-from ..errors import AvatarError
+from ..errors import AvatarError, among
 from ..parameters import column_kind
 from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import CoveringScan, plan_ranks
@@ -185,7 +185,8 @@ def scan_source(
     dtypes = dataset_dtypes(source, mapper)
     unknown = [c for c in types if c not in source.columns]
     if unknown:
-        raise AvatarError(f"types names unknown column(s) {unknown}; available: {source.columns}")
+        raise AvatarError(f"types names unknown column(s) {unknown}; available: "
+                          f"{among(source.columns, unknown)}")
     knowingly_released = mapper(check_head, [source], dtypes, types)[0]  # before any work
     empty = to_frame(source.schema.empty_table(), dtypes)
     kinds = {c: column_kind(types.get(c)) or detect_kind(empty[c]) for c in source.columns}

@@ -224,7 +224,7 @@ BAD_INPUTS = {
                                           "evidence: add --report PATH or --holdout"),
     "unknown kind in --types": (["avatarize", "{wbcd}", "{tmp}/a.csv", "--types",
                                  "Class=ordinal"], 2,
-                                "types['Class']='ordinal' is not a kind; the kinds: continuous"),
+                                "--types Class='ordinal' is not a kind; kinds: continuous"),
     "unsupported file type": (["avatarize", "{wbcd}", "{tmp}/a.xlsx"], 1,
                               "unsupported file type"),
     "output is the input": (["avatarize", "{tmp}/in.csv", "{tmp}/in.csv"], 1,
@@ -261,9 +261,12 @@ BAD_INPUTS = {
                                   "hidden_rate=95"], 2,
                                  "--targets set the advice that --k auto takes: add --k auto"),
     "a table's options for a YAML database": (
-        ["advise", "yaml:" + BAD_KEY_YAML, "--types", "gender=categorical"], 2,
-        "--types: for a table INPUT; a YAML database declares these per table (tables: "
+        ["advise", "yaml:" + BAD_KEY_YAML, "--decimal", ","], 2,
+        "--decimal: for a table INPUT; a YAML database declares these per table (tables: "
         "{{TABLE: {{types: "),
+    "a column without its table for a YAML database": (
+        ["advise", "yaml:" + BAD_KEY_YAML, "--types", "gender=categorical"], 2,
+        "--types gender: name a table of the database, TABLE.COLUMN=KIND; tables: "),
     "--k auto for a database": (["database", "yaml:" + BAD_KEY_YAML, "{tmp}/out", "--k", "auto"],
                                 2, "--k auto is for avatarize; for a database, run 'gpu-avatar "
                                 "advise {tmp}/config/db.yaml' for the advised k"),
@@ -320,7 +323,8 @@ def test_database_errors_give_the_fix_in_the_words_of_the_command_line_or_yaml(t
         return line
 
     assert error("database", config, tmp_path / "out").endswith(
-        "3 row(s) of 'visit' have a 'patient_id' absent from patient.p_id (e.g. [999]); fix the "
+        "3 row(s) of 'visit' have a 'patient_id' absent from patient.p_id (rows 1, 2, 3, by "
+        "position); fix the "
         "data, or drop them: links: - {parent: patient, child: visit, foreign_key: patient_id, "
         "drop_orphans: true}")
     config.write_text(config.read_text().replace("foreign_key: patient_id}",

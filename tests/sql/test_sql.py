@@ -668,11 +668,13 @@ def test_dates_stored_as_text_are_read_by_the_shared_rules(tmp_path):
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ("'31/12/1980', 'unknown'", r"column t.born holds 'unknown', which does not read as a "
-                                    "date"),
-        ("'1980-12-31', 19800101", r"column t.born holds 19800101, which is not a date"),
-        ("'01/02/1980', '03/04/1980'", r"column t.born: dates such as '01/02/1980' read both "
-                                       "day first and month first"),
+        ("'31/12/1980', 'unknown'", r"column t.born holds 1 cell \(row 2: a 7-character text "
+                                    r"shaped aaaaaaa\) that does not read as a date"),
+        ("'1980-12-31', 19800101", r"column t.born holds 1 cell \(row 2: a number\) that is not "
+                                   "a date"),
+        ("'01/02/1980', '03/04/1980'", r"column t.born: its dates \(the first a 10-character "
+                                       r"text shaped 99/99/9999\) read both day first and "
+                                       "month first"),
     ],
 )
 def test_dates_no_reading_reads_are_refused_naming_the_column(tmp_path, capsys, values,
