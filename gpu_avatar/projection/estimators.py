@@ -83,7 +83,7 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
         df = to_pandas(X)
         if isinstance(df, pd.DataFrame):
             return df, True
-        array = self._array(df)
+        array = self._array(df, text=self._array_kind == "categorical")
         if array.shape[1] == 0:
             raise AvatarError(
                 f"X has 0 feature(s) (shape={array.shape}) while a minimum of 1 is required; "
@@ -94,10 +94,12 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
                 f"X has {array.shape[0]} sample(s) (shape={array.shape}) while "
                 f"{type(self).__name__} needs at least 3 rows; give more rows"
             )
-        return self._array_frame(array, [f"x{i}" for i in range(array.shape[1])]), False
+        columns = [f"x{i}" for i in range(array.shape[1])]
+        return pd.DataFrame(array, columns=columns, copy=False), False
 
-    def _array(self, X: Any) -> np.ndarray:  # noqa: N803
-        """``X`` (not a DataFrame) as a 2-D array of numbers (or, for MCA, of text)."""
+    def _array(self, X: Any, text: bool) -> np.ndarray:  # noqa: N803
+        """``X`` (not a DataFrame) as a 2-D array: numbers, or (``text``) cells of an object
+        array that are not all numbers as they are."""
         name = type(self).__name__
         if sparse.issparse(X):
             raise AvatarTypeError(
@@ -131,15 +133,12 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
                     "must be a string or a number; convert those cells, or give a DataFrame"
                 ) from None
             except ValueError:
-                if self._array_kind != "categorical":
+                if not text:
                     raise AvatarError(
                         f"X holds text, which {name} cannot read as numbers; give a DataFrame "
                         "(FAMD and MCA take its text columns as categorical) or numbers"
                     ) from None
         return array
-
-    def _array_frame(self, array: np.ndarray, columns: list) -> pd.DataFrame:
-        return pd.DataFrame(array, columns=columns, copy=False)
 
     def _fit_encoded(self, df: pd.DataFrame, was_frame: bool) -> EncodedTable:
         """Fit on ``df`` (``was_frame``: given as a DataFrame, not an array); returns ``df``
@@ -197,26 +196,26 @@ class _ProjectionEstimator(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "projection_")
         df = to_pandas(X)
         frame = isinstance(df, pd.DataFrame)
-        if not frame:
-            array = self._array(df)
-            if array.shape[1] != self.n_features_in_:
-                raise AvatarError(
-                    f"X has {array.shape[1]} features, but {type(self).__name__} is expecting "
-                    f"{self.n_features_in_} features as input; give the columns it was "
-                    "fitted on"
-                )
-            df = self._array_frame(array, self.encoder_.columns_)  # by position
+        if not frame:  # its columns are the fitted ones, by position
+            text = self._array_kind == "categorical" or self._input_was_frame
+            array = self._array(df, text=text)
+            self._check_width(array.shape[1])
+            df = pd.DataFrame(array, columns=self.encoder_.columns_, copy=False)
+            if self._input_was_frame:  # an object array's numbers as numbers, as fitted
+                df = df.infer_objects()
         elif not self._input_was_frame:  # fitted on an array: its columns by position
-            if df.shape[1] != self.n_features_in_:
-                raise AvatarError(
-                    f"X has {df.shape[1]} features, but {type(self).__name__} is expecting "
-                    f"{self.n_features_in_} features as input; give the columns it was "
-                    "fitted on"
-                )
+            self._check_width(df.shape[1])
             df = df.set_axis(self.encoder_.columns_, axis=1)
         if len(df) == 0:
             raise AvatarError("X has no rows; give at least one row to project")
         return self._coordinates(df, self.encoder_.transform(df), frame)
+
+    def _check_width(self, n_columns: int) -> None:
+        if n_columns != self.n_features_in_:
+            raise AvatarError(
+                f"X has {n_columns} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input; give the columns it was fitted on"
+            )
 
     def _coordinates(
         self, df: pd.DataFrame, encoded: EncodedTable, frame: bool

@@ -61,6 +61,9 @@ def test_feature_names_in_only_for_string_column_names():
         named.fit(pd.DataFrame(array, columns=list("abcd"))).transform(array),
         named.transform(pd.DataFrame(array, columns=list("abcd"))).to_numpy(),
     )
+    mixed = pd.DataFrame({"a": [1.5, 2, 3, 4, 5, 6], "b": list("xyxyzz"), "c": [1, 2, 3] * 2})
+    famd = ga.FAMD().fit(mixed)  # an object array of numbers and text, as the mixed columns
+    np.testing.assert_array_equal(famd.transform(mixed.to_numpy()), famd.transform(mixed))
 
 
 def test_set_output_pandas_and_feature_names_out():
