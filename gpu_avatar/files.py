@@ -289,7 +289,7 @@ def read_table_file(
     if decimal is not None and decimal not in DECIMAL_MARKS:
         raise AvatarError(f"decimal must be one of {DECIMAL_MARKS}, got {decimal!r}")
     if kind == "parquet":
-        if na_values is not None:
+        if na_values:
             raise FixableError(f"{path}: a Parquet file stores missing values as missing, "
                                "its text is not read for markers",
                                {k: v.replace("fix", "drop") for k, v in _NA_FIXES.items()})
