@@ -11,7 +11,11 @@ are Parquet. A CSV file is read as a careful analyst reads it (``read_table_file
   ``1,5`` than ``1.5``;
 - every column is read as text, then typed by ``parsing.type_text_column``: a number, a date
   or a boolean only if every non-missing value reads so. A Parquet file is typed by its
-  writer: it is read as stored.
+  writer: it is read as stored;
+- missing values: empty cells; the markers of ``parsing.MISSING_MARKERS`` (``NA``, ``.``,
+  ``-``, ``None``...) only in a column that reads as numbers or dates without them (a text
+  column keeps ``None`` or ``NA`` as a modality, and the avatars write it back); the markers
+  given as ``na_values`` in any column. The summary counts the cells each made missing.
 
 ``sep``, ``decimal``, ``encoding`` and ``date_format`` override the detection. Avatars are
 written (``write_table``) with the input's separator, decimal mark and encoding. Every problem
@@ -24,8 +28,9 @@ import codecs
 import csv
 import gzip
 import itertools
+import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +38,11 @@ from typing import Any
 import pandas as pd
 
 from .encoding.kinds import is_text
-from .errors import AvatarError, described, import_extra
+from .errors import AvatarError, FixableError, described, import_extra, in_context
 from .outputs import atomic_path
 from .parsing import (
     DECIMAL_MARKS,
+    MISSING_MARKERS,
     TextTyping,
     date_format_fixes,
     decimal_mark,
@@ -53,6 +59,7 @@ _ENCODINGS = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM", "utf-16": "UTF-16
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16"))
 _READ_BYTES = 1 << 20
+_NA_FIXES = {"python": "fix na_values=", "cli": "fix --na-values", "yaml": "fix na_values:"}
 
 
 @dataclass
@@ -91,6 +98,10 @@ class TableFile:
             if names:
                 lines.append(f"  {kind}s: {', '.join(names)}")
         for column, typing in self.typings.items():
+            if typing.missing:  # markers are no person's value: they may be named
+                cells = ", ".join(f"{count} cell{'s' * (count > 1)} {marker!r}"
+                                  for marker, count in typing.missing.items())
+                lines.append(f"  column {column!r}: {cells} read as missing")
             if typing.stopped is not None:
                 lines.append(f"  {column!r} kept as text: a value ({described(typing.stopped)})"
                              " does not read as the rest of the column does")
@@ -188,18 +199,59 @@ def _check_input(path: Path) -> None:
         raise AvatarError(f"{path} is a directory, not a table file")
 
 
+NaValues = str | Sequence[str] | Mapping[Any, str | Sequence[str]]
+
+
+def checked_na_values(na_values: NaValues | None,
+                      columns: Any) -> dict[Any, list[str]]:
+    """``na_values`` (markers for every column, or per column) as column -> markers, for
+    ``columns``; markers written as numbers (YAML's ``-99``) are their text."""
+    if na_values is None:
+        return {}
+    if isinstance(na_values, Mapping):
+        unknown = [c for c in na_values if c not in columns]
+        if unknown:
+            raise FixableError(f"missing markers given for unknown column(s) {unknown}; "
+                               f"columns: {list(columns)}", _NA_FIXES)
+        return {column: _markers(markers) for column, markers in na_values.items()}
+    markers = _markers(na_values)
+    return dict.fromkeys(columns, markers)
+
+
+def _is_marker(marker: Any) -> bool:
+    return isinstance(marker, str | numbers.Real) and not isinstance(marker, bool)
+
+
+def _markers(markers: Any) -> list[str]:
+    if _is_marker(markers):
+        markers = [markers]
+    if not isinstance(markers, Sequence | set | frozenset) or not all(
+            _is_marker(m) for m in markers):
+        raise FixableError("missing markers must be text", {
+            "python": "give na_values=['NA', '.'], or per column {'exer': ['None']}",
+            "yaml": "give na_values: ['NA', '.'], or per column {exer: ['None']}; quote a "
+                    "marker YAML reads otherwise ('null', '~', 'yes')"})
+    return [str(marker).strip() for marker in markers]
+
+
 def type_columns(frame: pd.DataFrame, *, decimal: str = ".",
                  date_format: str | Mapping[Any, str] | None = None,
+                 na_values: NaValues | None = None,
                  where: str = "the table") -> tuple[pd.DataFrame, dict[Any, TextTyping]]:
     """``frame`` with each text column typed (``parsing.type_text_column``), and how each
     was typed. ``date_format``: one format for every column it reads whole (before any
     detection: it settles day/month orders), or per column (a value it does not read is an
-    error)."""
+    error). ``MISSING_MARKERS`` are missing in a column of numbers or dates; ``na_values``
+    (markers for every column, or per column) in any."""
     if isinstance(date_format, Mapping):
         unknown = [c for c in date_format if c not in frame.columns]
         if unknown:
             raise AvatarError(f"{where}: date_format names unknown column(s) {unknown}; "
                               f"columns: {list(frame.columns)}")
+    try:
+        declared = checked_na_values(na_values, frame.columns)
+    except AvatarError as error:
+        raise in_context(error, where) from None
     typed, typings = {}, {}
     for column in frame.columns:
         values = frame[column]
@@ -211,6 +263,7 @@ def type_columns(frame: pd.DataFrame, *, decimal: str = ".",
             values, decimal=decimal, where=f"{where}: column {column!r}",
             date_format=date_format.get(column) if per_column else None,
             try_format=None if per_column else date_format, fix=date_format_fixes(column),
+            markers=MISSING_MARKERS, na_values=declared.get(column, ()),
         )
         typed[column], typings[column] = typing.values, typing
     return pd.DataFrame(typed, index=frame.index, columns=frame.columns), typings
@@ -223,16 +276,23 @@ def read_table_file(
     decimal: str | None = None,
     encoding: str | None = None,
     date_format: str | Mapping[Any, str] | None = None,
+    na_values: NaValues | None = None,
 ) -> TableFile:
     """The table in ``path`` (CSV or Parquet, from its name), typed, with how it was read
     (see the module docstring); ``sep``, ``decimal``, ``encoding`` and ``date_format``
-    override the detection."""
+    override the detection; ``na_values``: markers read as missing in any column (a list for
+    every column, or per column: ``{'exer': ['None']}``), besides the empty cell and, in
+    columns of numbers or dates, ``parsing.MISSING_MARKERS``."""
     path = Path(path)
     kind = table_format(path)
     _check_input(path)
     if decimal is not None and decimal not in DECIMAL_MARKS:
         raise AvatarError(f"decimal must be one of {DECIMAL_MARKS}, got {decimal!r}")
     if kind == "parquet":
+        if na_values:
+            raise FixableError(f"{path}: a Parquet file stores missing values as missing, "
+                               "its text is not read for markers",
+                               {k: v.replace("fix", "drop") for k, v in _NA_FIXES.items()})
         pyarrow = import_extra("pyarrow", "parquet", "reading Parquet files")
         try:  # typed by its writer: a text column is text ("75001" stays a code)
             frame = pd.read_parquet(path, engine="pyarrow")
@@ -248,9 +308,10 @@ def read_table_file(
             raise AvatarError(f"encoding {encoding!r} is not a known text encoding (e.g. "
                               "utf-8, cp1252, latin-1)") from None
     sep, skip = (sep, 0) if sep else detect_separator(path, encoding)
-    try:  # index_col=False: a trailing separator never turns the first column into an index
+    try:  # index_col=False: a trailing separator never turns the first column into an index;
+        # only the empty cell is missing here (markers: type_columns)
         raw = pd.read_csv(path, sep=sep, encoding=encoding, dtype=str, skiprows=skip,
-                          index_col=False)
+                          index_col=False, keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError as error:
         raise AvatarError(f"{path}: the file is empty") from error
     except pd.errors.ParserError as error:
@@ -261,18 +322,21 @@ def read_table_file(
                           "cp1252 or latin-1)") from error
     decimal = decimal or detect_decimal(raw, sep)
     frame, typings = type_columns(raw, decimal=decimal, date_format=date_format,
-                                  where=str(path))
+                                  na_values=na_values, where=str(path))
     return TableFile(frame, path, kind, sep, decimal, encoding, typings)
 
 
 def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None = None,
                encoding: str | None = None,
-               date_format: str | Mapping[Any, str] | None = None) -> pd.DataFrame:
+               date_format: str | Mapping[Any, str] | None = None,
+               na_values: NaValues | None = None) -> pd.DataFrame:
     """The table in ``path`` as a typed DataFrame (``read_table_file``'s frame): CSV with
     its separator, decimal mark and encoding detected, numbers, dates and booleans typed
-    only where every value reads so; Parquet as stored."""
+    only where every value reads so (missing markers such as ``NA`` or ``.`` missing in
+    them, text in a text column; ``na_values``: markers missing in any column); Parquet as
+    stored."""
     return read_table_file(path, sep=sep, decimal=decimal, encoding=encoding,
-                           date_format=date_format).frame
+                           date_format=date_format, na_values=na_values).frame
 
 
 def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,

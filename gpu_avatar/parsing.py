@@ -15,15 +15,20 @@ the parsing (``to_numeric``, ``to_datetime``); this module only chooses the read
   or without a time. A column that reads both day first and month first (every day <= 12) is
   ambiguous and refused with the fix. Offsets that differ between values (daylight saving)
   are read as one instant each, in UTC;
-- booleans: ``true``/``false`` in any case.
+- booleans: ``true``/``false`` in any case;
+- missing values: an empty cell; a marker of ``MISSING_MARKERS`` (``NA``, ``.``, ``-``,
+  ``None``...) only in a column that reads as numbers or dates without its markers (a SAS
+  export's ``.`` in a lab value): in a text column ``None`` or ``NA`` is a modality (MASS's
+  ``survey`` writes ``None`` for "no exercise"), and a silent NaN would lose it. Markers the
+  user declares (``na_values``) are missing in any column.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +51,12 @@ _GROUPING = "[ \u00a0\u202f']"  # thousands marks besides the other decimal mark
 _LEADING_ZERO = r"^[+-]?0\d"
 _BOOLEANS = {"true": True, "false": False}
 SAMPLE = 2000  # values tried first: most text columns are ruled out on them
+# missing only in a column that otherwise reads as numbers or dates: pandas' default
+# na_values (but the empty cell, missing everywhere) and what SAS, SPSS and spreadsheets write
+MISSING_MARKERS = frozenset({
+    "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null", ".", "-", "--", "?",
+})
 
 
 def non_missing_text(values: pd.Series) -> pd.Series:
@@ -236,17 +247,20 @@ class TextTyping:
     """How a text column was read: ``kind`` "number", "integer", "date", "boolean" or
     "text"; ``date_format`` for dates (a reading of ``to_datetimes``), ``written_format``
     how they were written (``written_date_format``); ``stopped``: for a
-    column kept as text that mostly parsed as numbers or dates, a value that stopped it."""
+    column kept as text that mostly parsed as numbers or dates, a value that stopped it;
+    ``missing``: the cells each missing marker (or declared ``na_values``) made missing."""
 
     kind: str
     values: pd.Series
     date_format: str | None = None
     stopped: Any = None
     written_format: str | None = None  # dates: the strftime format they were written in
+    missing: dict[str, int] = field(default_factory=dict)  # marker -> cells read as missing
 
 
-def _text_kept(values: pd.Series, stopped: Any = None) -> TextTyping:
-    return TextTyping("text", values, stopped=stopped)
+def _text_kept(values: pd.Series, stopped: Any = None,
+               missing: dict[str, int] | None = None) -> TextTyping:
+    return TextTyping("text", values, stopped=stopped, missing=missing or {})
 
 
 def _dates(values: pd.Series, text: pd.Series, parsed: pd.Series, reading: str) -> TextTyping:
@@ -260,12 +274,42 @@ def _dates(values: pd.Series, text: pd.Series, parsed: pd.Series, reading: str) 
 def type_text_column(
     values: pd.Series, *, decimal: str, date_format: str | None, where: str,
     fix: str | Mapping[str, str], try_format: str | None = None,
+    markers: Collection[str] = (), na_values: Collection[str] = (),
 ) -> TextTyping:
     """A text column as numbers, dates or booleans when every non-missing value reads so
     (see the module docstring); ``date_format`` forces a date reading, and a value it does
     not read is an error naming ``where``; ``try_format`` is a date reading tried first, kept
-    when it reads every value (it settles day/month orders)."""
+    when it reads every value (it settles day/month orders). ``markers`` (``MISSING_MARKERS``
+    for a file) are missing if the column reads as numbers or dates without them, else kept
+    as text; ``na_values`` are missing whatever the column holds (both after stripping)."""
     text = non_missing_text(values)
+    declared: dict[str, int] = {}
+    if na_values:
+        forced = text.isin(list(na_values)).to_numpy()
+        if forced.any():
+            declared = _counted(text[forced])
+            values = values.where(~values.index.isin(text.index[forced]))
+            text = text[~forced]
+    found = text.isin(list(markers)).to_numpy() if markers else None
+    if found is not None and found.any() and not found.all():
+        trial = _typed(values, text[~found], decimal, date_format, where, fix, try_format)
+        if trial.kind in ("number", "integer", "date"):
+            return replace(trial, missing=declared | _counted(text[found]))
+        # text with or without its markers: they are modalities (None, NA...)
+        return _text_kept(values, trial.stopped, declared)
+    typing = _typed(values, text, decimal, date_format, where, fix, try_format)
+    return replace(typing, missing=declared) if declared else typing
+
+
+def _counted(markers: pd.Series) -> dict[str, int]:
+    """How many cells hold each marker, the most frequent first."""
+    return {str(marker): int(count) for marker, count in markers.value_counts().items()}
+
+
+def _typed(values: pd.Series, text: pd.Series, decimal: str, date_format: str | None,
+           where: str, fix: str | Mapping[str, str], try_format: str | None) -> TextTyping:
+    """``type_text_column`` on ``text``, the non-missing values of ``values`` (``values``'
+    other rows are missing once typed)."""
     if try_format is not None and date_format is None and len(text):
         parsed = to_datetimes(text, try_format)
         if parsed.notna().all():

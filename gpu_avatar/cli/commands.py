@@ -295,6 +295,10 @@ def _add_sep(parser: argparse.ArgumentParser) -> None:
                         metavar="[COLUMN=]FORMAT",
                         help="strptime format of dates, for every column or one (e.g. "
                         "birth=%%d/%%m/%%Y); default: detected")
+    parser.add_argument("--na-values", nargs="+", action="append", metavar="[COLUMN=]MARKER",
+                        help="text read as missing in every column or one (e.g. exer=None); "
+                        "default: empty cells, and NA . - None... in columns of numbers or "
+                        "dates only (a text column keeps them as values)")
     parser.add_argument("--output-sep", help="separator of the CSV outputs (default: the "
                         "input's)")
     parser.add_argument("--output-decimal", choices=DECIMAL_MARKS,
@@ -311,13 +315,24 @@ def _date_format(args: argparse.Namespace) -> str | dict[str, str] | None:
     return {column: value for _, column, value in _pairs([items], "--date-format", "FORMAT")}
 
 
+def _na_values(args: argparse.Namespace) -> list[str] | dict[str, list[str]] | None:
+    """``--na-values``: markers for every column, or COLUMN=MARKER items."""
+    items = [item for group in args.na_values or [] for item in group]
+    if not items or not any("=" in item for item in items):
+        return items or None
+    markers: dict[str, list[str]] = {}
+    for _, column, marker in _pairs([items], "--na-values", "MARKER"):
+        markers.setdefault(column, []).append(marker)
+    return markers
+
+
 def read_input(path: str | Path, args: argparse.Namespace):
     """A table file read as the options say (``files.read_table_file``); how it was read is
     printed once the command succeeds (a failure prints its one error line alone)."""
     from ..files import read_table_file
 
     table = read_table_file(path, sep=args.sep, decimal=args.decimal, encoding=args.encoding,
-                            date_format=_date_format(args))
+                            date_format=_date_format(args), na_values=_na_values(args))
     args.tables_read.append(table)
     return table
 
@@ -771,7 +786,7 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
 
 
 TABLE_OPTIONS = ("types", "categorical_max_distinct", "column_weights", "sep", "decimal",
-                 "encoding", "date_format")  # a YAML database declares them per table
+                 "encoding", "date_format", "na_values")  # a YAML database: per table
 
 
 def _advise_database(args: argparse.Namespace, progress: bool) -> int:

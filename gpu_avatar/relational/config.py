@@ -11,7 +11,9 @@ tables:
     primary_key: p_id
     sep: ";"                   # optional, how the file is read (detected otherwise): sep,
     decimal: ","               # decimal, encoding (cp1252...), date_format ('%d/%m/%Y', or
-                               # per column: {birth: '%d/%m/%Y'})
+                               # per column: {birth: '%d/%m/%Y'}), na_values: text read as
+                               # missing (['-99'], or per column: {exer: [None]}); empty cells
+                               # are, and NA . - None... in columns of numbers or dates only
     individual_level: true     # optional (default: true for tables without a parent)
     types: {gender: categorical, birth: datetime, code: identifier}
     k: 5                       # a table may override k, ncp, column_weights, imputation,
@@ -81,7 +83,7 @@ TOP_LEVEL = {"tables": False, "links": False, "entities": False,
              "assignment_block_size": False, "url": False,
              "schema": False, "include": False, "no_links": False, "plan": False,
              **dict.fromkeys(RUN_PARAMETERS, False)}
-READ_KEYS = ("sep", "decimal", "encoding", "date_format")  # how a table's file is read
+READ_KEYS = ("sep", "decimal", "encoding", "date_format", "na_values")  # how a file is read
 TABLE_KEYS = {"path": True, "primary_key": True, "individual_level": False, "types": False,
               "time": False, "rules": False, **dict.fromkeys(READ_KEYS, False),
               **dict.fromkeys(TABLE_PLAN_KEYS, False),
