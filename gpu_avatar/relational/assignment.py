@@ -1,4 +1,5 @@
-"""Giving each avatar child an avatar parent (multitable.md sections 2.3 and 3).
+"""Giving each avatar child an avatar parent (docs/spec/multitable.md,
+section 2, step 3, and section 3).
 
 - ``round_preserving_sum``: avatarized children counts -> non-negative integers with the exact
   total (largest remainder, ties to the lower index).
