@@ -31,7 +31,9 @@ $(ORACLE_STAMP):
 	$(ORACLE)/bin/python -m pip install --quiet 'anonymeter==1.1.0'
 	touch $(ORACLE_STAMP)
 
+# Made afresh when the pins change (a venv made over another Python's would mix the two).
 $(DOCS_STAMP): docs/requirements.txt
+	rm -rf $(DOCS_VENV)
 	$(PYTHON) -m venv $(DOCS_VENV)
 	$(DOCS_VENV)/bin/python -m pip install --quiet -r docs/requirements.txt
 	touch $(DOCS_STAMP)
