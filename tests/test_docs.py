@@ -95,6 +95,19 @@ def test_code_cites_existing_sections():
     assert not missing, missing
 
 
+def test_api_reference_covers_the_public_api():
+    """Every name of ``gpu_avatar.__all__`` has its entry (``::: gpu_avatar.NAME``) in one of
+    the API reference's pages, and no entry names anything else."""
+    import gpu_avatar
+
+    entries = []
+    for page in sorted((DOCS / "api").glob("*.md")):
+        entries += re.findall(r"^::: gpu_avatar\.(\w+)\s*$", page.read_text(encoding="utf-8"),
+                              re.MULTILINE)
+    assert sorted(entries) == sorted(set(entries)), "an entry is on two pages"
+    assert set(entries) == set(gpu_avatar.__all__)
+
+
 def _mkdocs() -> list[str] | None:
     """The command that runs mkdocs: ``$GA_MKDOCS``, the Makefile's .venv-docs, or this
     interpreter's mkdocs."""
