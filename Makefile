@@ -7,11 +7,15 @@ STAMP := $(VENV)/.installed
 # own (tests/metrics/anonymeter_oracle.py runs in it).
 ORACLE := .venv-anonymeter
 ORACLE_STAMP := $(ORACLE)/.installed
+# The documentation site's tools (MkDocs, Material, mkdocstrings), pinned in docs/requirements.txt,
+# in an environment of their own: the site reads the package's sources and imports nothing.
+DOCS_VENV := .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed
 # The Docker cpu image's install line (docker/Dockerfile): CI installs the project with exactly
 # this line first, then the dev extras; tests/test_docker.py keeps the two lines identical.
 RUNTIME_INSTALL := python -m pip install --no-cache-dir '.[parquet]'
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +31,13 @@ $(ORACLE_STAMP):
 	$(ORACLE)/bin/python -m pip install --quiet 'anonymeter==1.1.0'
 	touch $(ORACLE_STAMP)
 
+# Made afresh when the pins change (a venv made over another Python's would mix the two).
+$(DOCS_STAMP): docs/requirements.txt
+	rm -rf $(DOCS_VENV)
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet -r docs/requirements.txt
+	touch $(DOCS_STAMP)
+
 # Avatar tables, summary.txt and report.html (the AIDS table and the hospital database).
 demo: $(STAMP)
 	$(VENV)/bin/gpu-avatar demo demo-output
@@ -34,8 +45,14 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gpu_avatar tests benchmarks
 
-test: lint $(ORACLE_STAMP)
+# The site, built strictly into site/: a broken link, page or API name fails (mkdocs.yml).
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet
+
+# CI skips nothing: the site is built strictly before the tests (tests/test_docs.py builds it
+# again and runs the pages' examples).
+test: lint docs $(ORACLE_STAMP)
 	$(VENV)/bin/pytest -q
 
 clean:
-	rm -rf $(VENV) $(ORACLE) demo-output
+	rm -rf $(VENV) $(ORACLE) $(DOCS_VENV) demo-output site

@@ -62,7 +62,7 @@ SERIES_PROJECTIONS = ("fpca", "flatten")  # how a time-series link projects its 
 # A database table may override these (``types`` are declared with the table; the seed and
 # the backend are the run's).
 ADVICE_CANDIDATES = (5, 10, 20, 30, 50)  # the values of k that advise tries by default
-METRIC_NCP = 5  # axes of the metric projection when no run says (metrics.md, 1)
+METRIC_NCP = 5  # axes of the metric projection when no run says (docs/spec/metrics.md, section 1)
 ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "zero_distance",
                    "engine", "batch_size", "rare_modalities", "column_rare_modalities",
@@ -425,7 +425,8 @@ class AvatarParameters(_Settings):
 class MetricOptions(_Settings):
     """How a release's privacy is measured; checked when made, immutable after. Shared by
     ``privacy_metrics``, the batch, streaming and Dask paths, the database scenarios, the
-    report and the command line (metrics.md; definitions in ``metrics/privacy.py``).
+    report and the command line (docs/spec/metrics.md; definitions in
+    ``metrics/privacy.py``).
 
     - ``ncp``: axes of the metric projection (None: the run's for a run's own metrics, else
       ``METRIC_NCP``; the avatarization's is the recommended value);

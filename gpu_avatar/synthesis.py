@@ -1,12 +1,12 @@
 """Synthesis: avatar = randomly weighted barycentre of an individual's k neighbours.
 
-Weights (avatar-method.md, 3.5): ``P_j = E_j * 2^(-pi_j) / d_ij`` with ``E_j ~ Exp(1)`` and
-``pi`` a random permutation of 1..k, normalised to sum to 1. A zero distance (at most
-``DISTANCE_EPSILON``: an exact duplicate) is, by ``zero_distance``, replaced by
-``DISTANCE_EPSILON`` (``"paper"``): duplicates take all the weight, so a duplicated row's
-avatar is that row; or raised to the row's nearest non-zero distance (``"bounded"``; all k at
-zero: equal distances): a duplicate weighs as the nearest distinct neighbour would. Rows with
-no zero distance get the same weights under both rules.
+Weights (docs/spec/method.md, section 3.5): ``P_j = E_j * 2^(-pi_j) / d_ij`` with
+``E_j ~ Exp(1)`` and ``pi`` a random permutation of 1..k, normalised to sum to 1. A zero
+distance (at most ``DISTANCE_EPSILON``: an exact duplicate) is, by ``zero_distance``,
+replaced by ``DISTANCE_EPSILON`` (``"paper"``): duplicates take all the weight, so a
+duplicated row's avatar is that row; or raised to the row's nearest non-zero distance
+(``"bounded"``; all k at zero: equal distances): a duplicate weighs as the nearest distinct
+neighbour would. Rows with no zero distance get the same weights under both rules.
 
 With all components kept, the barycentre of the coordinates is the barycentre of the encoded
 table (the projection is affine and invertible on the data's span), so continuous values are

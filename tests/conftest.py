@@ -141,7 +141,7 @@ class ReferenceMetrics:
 def reference_metrics(
     original: pd.DataFrame, unshuffled_avatars: pd.DataFrame, metric_types: dict, ncp: int
 ) -> ReferenceMetrics:
-    """Hidden rate and local cloaking by brute force (metrics.md definitions).
+    """Hidden rate and local cloaking by brute force (docs/spec/metrics.md, section 2).
 
     Metric projection: FAMD fitted on the originals (missing values mean-imputed), first ``ncp``
     axes; full originals x avatars distance matrix. ``c_i = #{j != i : d(x_i, y_j) <= d(x_i,

@@ -1,6 +1,6 @@
 """``ga.distributed``: the streamed run and the exact privacy metrics on a Dask cluster
-(gpu.md section 5). Dask itself is imported on first use (``pip install 'gpu_avatar[dask]'``;
-GPUs: ``'gpu_avatar[dask-gpu]'``)."""
+(docs/spec/gpu.md, section 5). Dask itself is imported on first use
+(``pip install 'gpu_avatar[dask]'``; GPUs: ``'gpu_avatar[dask-gpu]'``)."""
 
 from .avatarize import DaskScheduler, avatarize
 from .cluster import gpu_cluster

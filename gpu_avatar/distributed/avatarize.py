@@ -1,5 +1,5 @@
 """``ga.distributed.avatarize``: ``avatarize_parquet`` with every task on a Dask cluster
-(gpu.md section 5).
+(docs/spec/gpu.md, section 5).
 
 The driver (the client's process) plans and records; the workers do the data work:
 - the scan: one task per partition (whole row groups) summarises its rows; the summaries merge

@@ -85,7 +85,8 @@ TIME_SERIES_ENRICHED = "time_series_enriched"
 
 @dataclass(frozen=True)
 class Scenario:
-    """A way of pairing a database's originals with their avatars (multitable.md, 5)."""
+    """A way of pairing a database's originals with their avatars (docs/spec/multitable.md,
+    section 5)."""
 
     name: str
     label: Mapping[str, str]

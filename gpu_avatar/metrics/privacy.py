@@ -3,7 +3,8 @@
 Distances live in a metric projection fitted on the ORIGINALS (FAMD/PCA/MCA as in the
 avatarization, missing values imputed for this projection only, no missing indicators), first
 ``ncp`` axes; the unshuffled avatars are projected with the same model. Definitions (see
-metrics.md; the last five are this project's, in the reference product's spirit):
+docs/spec/metrics.md, section 2; the last five are this project's, in the reference
+product's spirit):
 
 - ``hidden_rate``: % of originals whose nearest avatar is not their own; a tie between the own
   avatar and another counts as hidden only when the other has the lower index.
@@ -38,10 +39,11 @@ metrics.md; the last five are this project's, in the reference product's spirit)
   mean absolute error of that guess divided by the error of guessing the avatars' median
   (1 = the link teaches nothing). Categorical: accuracy of the guess; the accuracy of guessing
   the avatars' most frequent value is in ``inference_baseline``.
-- ``exact_copies`` (not in metrics.md): the number of avatars identical to an original row, as
-  for ``row_direct_match_protection``; ``exact_copies_shared`` counts them by how many originals
-  hold the copied row (``{1: 3, 2: 16}``: 3 avatars copy a row held by one original, 16 a row
-  held by two). A copy of a row many originals share tells less about each of them.
+- ``exact_copies`` (docs/spec/metrics.md, section 8): the number of avatars identical to an
+  original row, as for ``row_direct_match_protection``; ``exact_copies_shared`` counts them
+  by how many originals hold the copied row (``{1: 3, 2: 16}``: 3 avatars copy a row held by
+  one original, 16 a row held by two). A copy of a row many originals share tells less about
+  each of them.
 
 "Identical" and "equal" in the direct-match metrics, the categorical hidden rate and the
 correlation protection's unique combinations: equal as values, exactly (0.1 + 0.2 is not 0.3,

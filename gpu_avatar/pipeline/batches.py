@@ -1,4 +1,4 @@
-"""Batches for large tables (avatar-method.md section 5).
+"""Batches for large tables (docs/spec/method.md, section 5).
 
 A covering first batch holds, for every categorical column and every missing-value indicator,
 one row of each code (the first such row in a seeded random order; a missing categorical cell

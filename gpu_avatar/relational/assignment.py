@@ -1,4 +1,5 @@
-"""Giving each avatar child an avatar parent (multitable.md sections 2.3 and 3).
+"""Giving each avatar child an avatar parent (docs/spec/multitable.md,
+section 2, step 3, and section 3).
 
 - ``calibrated_counts``: avatarized children counts -> the originals' counts, given in the
   avatarized order, adjusted to the exact total of avatar children.

@@ -1,4 +1,5 @@
-"""Avatarizing a relational database, link by link, top-down (multitable.md section 2).
+"""Avatarizing a relational database, link by link, top-down (docs/spec/multitable.md,
+section 2).
 
 For every table in topological order:
 

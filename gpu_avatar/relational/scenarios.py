@@ -1,4 +1,4 @@
-"""Metrics across tables (multitable.md section 5).
+"""Metrics across tables (docs/spec/multitable.md, section 5).
 
 Every scenario builds an ORIGINAL table and its AVATAR counterpart the same way (originals with
 the original links, avatars with the avatar links; row i of the original matched with its own

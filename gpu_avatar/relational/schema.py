@@ -1,6 +1,6 @@
 """Declaring a relational database: tables with primary keys, links parent -> child.
 
-``Database.validate()`` runs every check of multitable.md section 1 and raises an
+``Database.validate()`` runs every check of docs/spec/multitable.md, section 1, and raises an
 ``AvatarError`` naming the table and column: unknown tables or columns, empty tables, primary
 keys not unique or null, a primary key used as a foreign key, the same parent referenced twice
 by one child, cycles, a foreign key whose values are not of its parent key's kind (text

@@ -1,7 +1,7 @@
-"""``avatarize_parquet``: a Parquet dataset avatarized batch by batch (avatar-method.md
-section 5), holding about one batch in memory at a time. The batches are exactly those of the
-in-memory ``avatarize(df, batch_size=...)`` for the same seed (same rows, same order inside
-each batch, same per-batch seeds), so both give the same avatar rows:
+"""``avatarize_parquet``: a Parquet dataset avatarized batch by batch
+(docs/spec/method.md, section 5), holding about one batch in memory at a time. The batches
+are exactly those of the in-memory ``avatarize(df, batch_size=...)`` for the same seed (same
+rows, same order inside each batch, same per-batch seeds), so both give the same avatar rows:
 
 1. **scan** (``scan.py``): the row count comes from the Parquet footers; every partition
    (whole row groups, ``source.Partition``) is summarised by a task (encoder, identifiers, the

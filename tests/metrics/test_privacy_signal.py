@@ -1,7 +1,8 @@
 """Privacy and signal metrics: published reference values, hand-computed semantics, errors.
 
 The published avatars of the Avatar paper (``tests/data``, see its README for their licences)
-must give the spec's reference values (metrics.md section 5, avatar-method.md section 6) with
+must give the spec's reference values (docs/spec/metrics.md, section 5;
+docs/spec/method.md, section 6) with
 every reduction engine; small hand-built tables pin down what each metric means.
 """
 

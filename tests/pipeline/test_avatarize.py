@@ -1,9 +1,9 @@
 """The single-table engine end to end: paper results, output contract, types, errors, backends.
 
-Paper settings (avatar-method.md, section 6): k = 20; WBCD with every column categorical (MCA)
+Paper settings (docs/spec/method.md, section 6): k = 20; WBCD with every column categorical (MCA)
 and ncp = 2; AIDS with the columns of <= 10 distinct values categorical (FAMD) and ncp = 5.
-Privacy is measured with the brute-force reference helper of conftest.py (metrics.md
-definitions); it must first reproduce the values of the published avatars.
+Privacy is measured with the brute-force reference helper of conftest.py (docs/spec/metrics.md,
+section 2); it must first reproduce the values of the published avatars.
 """
 
 from __future__ import annotations

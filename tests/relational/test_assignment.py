@@ -1,4 +1,5 @@
-"""Giving avatar children avatar parents (multitable.md sections 2.3 and 3): sum-preserving
+"""Giving avatar children avatar parents (docs/spec/multitable.md, section 2,
+step 3, and section 3): sum-preserving
 rounding of the avatarized children counts, nearest parent, and the linear sum assignment,
 exact below the block size and in balanced blocks above it."""
 

@@ -1,5 +1,5 @@
-"""Multi-table avatarization (multitable.md): schema validation, the per-link pipeline, the
-three linking methods, the released tables' integrity, and the metrics per scenario.
+"""Multi-table avatarization (docs/spec/multitable.md): schema validation, the per-link
+pipeline, the three linking methods, the released tables' integrity, and the metrics per scenario.
 
 Most checks run on the reference product's tutorial database (``patient``, ``doctor``,
 ``visit`` in ``tests/data``, with their licence note) and on a
