@@ -78,7 +78,8 @@ def database_summary(result: DatabaseAvatarizationResult, seconds: float, privac
             f"similarity {link.cardinality_similarity:.3f}, referential integrity "
             f"{link.referential_integrity:.1f} %"
         )
-        lines.append(f"  {link.children_line()}")
+        if link.children_line() is not None:
+            lines.append(f"  {link.children_line()}")
     lines += [
         "",
         "## Privacy summary (worst scenario per cell)",

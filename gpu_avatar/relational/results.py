@@ -33,10 +33,12 @@ class LinkReport:
     # % of parents with each number of children (rows: 0, 1, ...; columns original, avatars)
     children_per_parent: pd.DataFrame | None = field(default=None, repr=False)
 
-    def children_line(self, shown: int = 8) -> str:
+    def children_line(self, shown: int = 8) -> str | None:
         """The distribution of children per parent, original -> avatars, in one line (counts
-        from ``shown`` up grouped)."""
+        from ``shown`` up grouped); None for a time-series link (its curves are rebuilt)."""
         table = self.children_per_parent
+        if table is None:
+            return None
         head = table.iloc[:shown]
         parts = [f"{count}: {row.original:.1f} -> {row.avatars:.1f}"
                  for count, row in zip(head.index, head.itertuples(), strict=True)]
