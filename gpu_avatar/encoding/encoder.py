@@ -544,7 +544,7 @@ def _add_counts(spec: ColumnSpec, series: pd.Series) -> tuple[np.ndarray, Any]:
 
 def _add_precision(spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> None:
     """Merge the chunk's observed range and precision into those of the continuous ``spec``
-    (the widest range, the finest precision)."""
+    (the widest range; decimals counted, times at the finest step)."""
     if spec.time_unit is not None:
         observed = time_ticks(series)[~missing]
         spec.time_step = min(spec.time_step, time_step(series))
