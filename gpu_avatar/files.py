@@ -18,8 +18,9 @@ are Parquet. A CSV file is read as a careful analyst reads it (``read_table_file
   given as ``na_values`` in any column. The summary counts the cells each made missing.
 
 ``sep``, ``decimal``, ``encoding`` and ``date_format`` override the detection. Avatars are
-written (``write_table``) with the input's separator, decimal mark and encoding. Every problem
-is an ``AvatarError`` naming the file.
+written as the input was read: ``TableFile.write`` (``write_table`` with the input's
+separator, decimal mark, encoding, date formats, booleans' spelling and line endings). Every
+problem is an ``AvatarError`` naming the file.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ _NA_FIXES = {"python": "fix na_values=", "cli": "fix --na-values", "yaml": "fix 
 
 @dataclass
 class TableFile:
-    """A table read from a file, with how it was read: what ``write_table`` reuses for the
-    avatars (separator, decimal mark, encoding) and what the command line reports."""
+    """A table read from a file, with how it was read: what ``write`` reuses for the avatars
+    (separator, decimal mark, encoding, dates, booleans, line endings) and what the command
+    line reports."""
 
     frame: pd.DataFrame
     path: Path
@@ -74,15 +76,24 @@ class TableFile:
     decimal: str = "."
     encoding: str | None = None  # a Python codec name
     typings: dict[Any, TextTyping] = field(default_factory=dict)  # text columns, as typed
+    line_ending: str = "\n"
 
     @property
     def write_options(self) -> dict[str, Any]:
-        """``write_table``'s options that keep the input's way of writing, dates included
-        (a day-first column comes back day first)."""
+        """``write_table``'s options that keep the input's way of writing, dates and booleans
+        included (a day-first column comes back day first, ``TRUE`` as ``TRUE``)."""
         dates = {column: typing.written_format for column, typing in self.typings.items()
                  if typing.written_format is not None}
+        booleans = {column: typing.spelling for column, typing in self.typings.items()
+                    if typing.spelling is not None}
         return {"sep": self.sep, "decimal": self.decimal, "encoding": self.encoding,
-                "date_formats": dates}
+                "date_formats": dates, "booleans": booleans, "line_ending": self.line_ending}
+
+    def write(self, df: pd.DataFrame, path: str | Path, **options: Any) -> Path:
+        """Write ``df`` (the avatars of this table) to ``path`` as this file was read
+        (``write_options``); ``options`` (``write_table``'s: ``sep``, ``encoding``...)
+        override some."""
+        return write_table(df, path, **{**self.write_options, **options})
 
     def summary(self) -> str:
         """One paragraph: how the file was read and what each text column became."""
@@ -190,6 +201,17 @@ def detect_decimal(frame: pd.DataFrame, sep: str) -> str:
     """``,`` when the separator is not ``,`` and more cells of the first rows are written
     ``1,5`` than ``1.5``; else ``.``."""
     return "." if sep == "," else decimal_mark(frame.head(_DECIMAL_SAMPLE).stack())
+
+
+def detect_line_ending(path: Path, encoding: str) -> str:
+    """``\r\n`` when the file's first line ends so (Windows), else ``\n``."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding=encoding, errors="replace", newline="") as handle:
+            first = handle.readline()
+    except (OSError, EOFError) as error:
+        raise AvatarError(f"{path}: cannot read the file ({error})") from error
+    return "\r\n" if first.endswith("\r\n") else "\n"
 
 
 def _check_input(path: Path) -> None:
@@ -302,11 +324,7 @@ def read_table_file(
     if encoding is None:
         encoding = detect_encoding(path)
     else:
-        try:
-            codecs.lookup(encoding)
-        except LookupError:
-            raise AvatarError(f"encoding {encoding!r} is not a known text encoding (e.g. "
-                              "utf-8, cp1252, latin-1)") from None
+        check_encoding(encoding, "encoding")
     sep, skip = (sep, 0) if sep else detect_separator(path, encoding)
     try:  # index_col=False: a trailing separator never turns the first column into an index;
         # only the empty cell is missing here (markers: type_columns)
@@ -323,7 +341,8 @@ def read_table_file(
     decimal = decimal or detect_decimal(raw, sep)
     frame, typings = type_columns(raw, decimal=decimal, date_format=date_format,
                                   na_values=na_values, where=str(path))
-    return TableFile(frame, path, kind, sep, decimal, encoding, typings)
+    return TableFile(frame, path, kind, sep, decimal, encoding, typings,
+                     detect_line_ending(path, encoding))
 
 
 def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None = None,
@@ -341,15 +360,23 @@ def read_table(path: str | Path, *, sep: str | None = None, decimal: str | None 
 
 def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
                 decimal: str = ".", encoding: str | None = None,
-                date_formats: Mapping[Any, str] | None = None) -> Path:
+                date_formats: Mapping[Any, str] | None = None,
+                booleans: Mapping[Any, tuple[str, str]] | None = None,
+                line_ending: str = "\n") -> Path:
     """Write ``df`` (without its index) as CSV or Parquet, from the file name; a CSV with
-    ``sep`` (default ","; a .tsv file: tab), ``decimal``, ``encoding`` (default UTF-8) and
-    its date columns written with ``date_formats`` (column -> strftime format; others ISO
-    8601). The file appears whole or not at all (``outputs.atomic_path``)."""
+    ``sep`` (default ","; a .tsv file: tab), ``decimal``, ``encoding`` (default UTF-8),
+    ``line_ending``, its date columns written with ``date_formats`` (column -> strftime
+    format; others ISO 8601) and its boolean columns with ``booleans`` (column -> how true
+    and false are written; others ``True``/``False``). ``TableFile.write`` gives them as a
+    file was read. The file appears whole or not at all (``outputs.atomic_path``)."""
     path = Path(path)
     kind = table_format(path)
     if kind == "csv" and date_formats:
         df = _dates_written(df, date_formats)
+    if kind == "csv" and booleans:
+        df = _booleans_written(df, booleans)
+    if kind == "csv" and encoding is not None:
+        check_encoding(encoding, "encoding")
     if kind == "parquet":
         import_extra("pyarrow", "parquet", "writing Parquet files")
     with atomic_path(path) as temporary:
@@ -359,9 +386,13 @@ def write_table(df: pd.DataFrame, path: str | Path, *, sep: str | None = None,
             name = path.name.lower()
             if name.endswith((".tsv", ".tsv.gz")) or sep is None:
                 sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
-            df.to_csv(temporary, index=False, sep=sep, decimal=decimal,
-                      encoding=encoding or "utf-8",
-                      compression="gzip" if name.endswith(".gz") else None)
+            try:
+                df.to_csv(temporary, index=False, sep=sep, decimal=decimal,
+                          encoding=encoding or "utf-8", lineterminator=line_ending,
+                          compression="gzip" if name.endswith(".gz") else None)
+            except UnicodeEncodeError:  # its message quotes the value: not kept
+                raise AvatarError(f"{path}: a value has a character {encoding} cannot write; "
+                                  "give another encoding (e.g. utf-8)") from None
     return path
 
 
@@ -373,3 +404,24 @@ def _dates_written(df: pd.DataFrame, date_formats: Mapping[Any, str]) -> pd.Data
         if column in out.columns and pd.api.types.is_datetime64_any_dtype(out[column]):
             out[column] = out[column].dt.strftime(form)
     return out
+
+
+def _booleans_written(df: pd.DataFrame, booleans: Mapping[Any, tuple[str, str]]
+                      ) -> pd.DataFrame:
+    """A copy of ``df`` with each boolean column of ``booleans`` as text in its spelling
+    (missing stays missing); a column that is not booleans (any more) is left as it is."""
+    out = df.copy(deep=False)
+    for column, (true, false) in booleans.items():
+        if column in out.columns and pd.api.types.infer_dtype(
+                out[column], skipna=True) == "boolean":
+            out[column] = out[column].map({True: true, False: false})
+    return out
+
+
+def check_encoding(encoding: str, what: str) -> None:
+    """A known codec, else an error naming it as ``what`` (the option that gave it)."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise AvatarError(f"{what} {encoding!r} is not a known text encoding (e.g. utf-8, "
+                          "cp1252, latin-1)") from None

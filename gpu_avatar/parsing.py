@@ -15,7 +15,7 @@ the parsing (``to_numeric``, ``to_datetime``); this module only chooses the read
   or without a time. A column that reads both day first and month first (every day <= 12) is
   ambiguous and refused with the fix. Offsets that differ between values (daylight saving)
   are read as one instant each, in UTC;
-- booleans: ``true``/``false`` in any case;
+- booleans: ``true``/``false`` in any case, their spelling kept to write them back;
 - missing values: an empty cell; a marker of ``MISSING_MARKERS`` (``NA``, ``.``, ``-``,
   ``None``...) only in a column that reads as numbers or dates without its markers (a SAS
   export's ``.`` in a lab value): in a text column ``None`` or ``NA`` is a modality (MASS's
@@ -246,9 +246,10 @@ def written_date_format(example: str, reading: str, times: int) -> str:
 class TextTyping:
     """How a text column was read: ``kind`` "number", "integer", "date", "boolean" or
     "text"; ``date_format`` for dates (a reading of ``to_datetimes``), ``written_format``
-    how they were written (``written_date_format``); ``stopped``: for a
-    column kept as text that mostly parsed as numbers or dates, a value that stopped it;
-    ``missing``: the cells each missing marker (or declared ``na_values``) made missing."""
+    how they were written (``written_date_format``); ``spelling`` how booleans were
+    written (``boolean_spelling``); ``stopped``: for a column kept as text that mostly
+    parsed as numbers or dates, a value that stopped it; ``missing``: the cells each
+    missing marker (or declared ``na_values``) made missing."""
 
     kind: str
     values: pd.Series
@@ -256,6 +257,7 @@ class TextTyping:
     stopped: Any = None
     written_format: str | None = None  # dates: the strftime format they were written in
     missing: dict[str, int] = field(default_factory=dict)  # marker -> cells read as missing
+    spelling: tuple[str, str] | None = None  # booleans: how true and false were written
 
 
 def _text_kept(values: pd.Series, stopped: Any = None,
@@ -326,7 +328,7 @@ def _typed(values: pd.Series, text: pd.Series, decimal: str, date_format: str | 
     lowered = text.str.lower()
     if lowered.isin(list(_BOOLEANS)).all():
         booleans = _placed(values, lowered.map(_BOOLEANS).astype(bool), boolean=True)
-        return TextTyping("boolean", booleans)
+        return TextTyping("boolean", booleans, spelling=boolean_spelling(text))
     sample = text.iloc[:SAMPLE]
     numbers = to_numbers(sample, decimal)
     if numbers.notna().all():
@@ -347,6 +349,22 @@ def _typed(values: pd.Series, text: pd.Series, decimal: str, date_format: str | 
     if dates.notna().mean() >= 0.5:
         return _text_kept(values, first_failure(sample, dates))
     return _text_kept(values)
+
+
+def boolean_spelling(text: pd.Series) -> tuple[str, str]:
+    """How ``text`` (``true``/``false`` in any case) writes true and false: each as most of
+    its values are; one never written, in the case of the other (``TRUE`` gives ``FALSE``)."""
+    spelt = {}
+    for word in _BOOLEANS:
+        written = text[text.str.lower() == word]
+        if len(written):
+            spelt[word] = written.value_counts().index[0]
+    for word, other in (("true", "false"), ("false", "true")):
+        if word not in spelt:
+            model = spelt[other]
+            spelt[word] = (word.upper() if model.isupper() else word.title()
+                           if model[0].isupper() else word)
+    return spelt["true"], spelt["false"]
 
 
 def _placed(values: pd.Series, parsed: pd.Series, integer: bool = False,

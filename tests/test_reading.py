@@ -159,6 +159,55 @@ def test_the_release_is_written_as_the_input_was(export, tmp_path, capsys):
     assert released["cd496"].isna().any() and released["cd496"].dtype == "Int64"
 
 
+def test_booleans_come_back_spelt_as_read(tmp_path):
+    for true, false in (("true", "false"), ("TRUE", "FALSE"), ("True", "False")):
+        source, output = tmp_path / "in.csv", tmp_path / "out.csv"
+        source.write_text(f"x;flag\n1;{true}\n2;{false}\n3;\n")
+        table = ga.read_table_file(source)
+        assert table.frame["flag"].iloc[:2].tolist() == [True, False]
+        table.write(table.frame, output)
+        assert output.read_text() == source.read_text(), true
+
+
+def test_crlf_line_endings_come_back(tmp_path):
+    source, output = tmp_path / "in.csv", tmp_path / "out.csv"
+    source.write_bytes(b"x;y\r\n1,5;a\r\n2,5;b\r\n")
+    table = ga.read_table_file(source)
+    assert table.line_ending == "\r\n"
+    table.write(table.frame, output)
+    assert output.read_bytes() == source.read_bytes()
+
+
+def test_the_output_encoding_is_an_option(export, tmp_path, capsys):
+    source = tmp_path / "export.csv"
+    write_export(export, source)  # Windows-1252
+    training, holdout = tmp_path / "training.csv", tmp_path / "holdout.csv"
+    assert main(["split", str(source), str(training), str(holdout), "--seed", "0", "--quiet",
+                 "--output-sep", ",", "--output-decimal", ".",
+                 "--output-encoding", "utf-8"]) == 0
+    written = ga.read_table_file(training)
+    assert (written.sep, written.decimal, written.encoding) == (",", ".", "utf-8")
+    assert "Réanimation" in training.read_text(encoding="utf-8")
+    assert main(["split", str(source), str(training), str(holdout), "--quiet",
+                 "--output-encoding", "klingon"]) == 1
+    assert "--output-encoding 'klingon' is not a known text encoding" in capsys.readouterr().err
+
+
+def test_a_table_is_written_back_as_it_was_read_from_python(tmp_path):
+    source, output = tmp_path / "in.csv", tmp_path / "out.csv"
+    lines = ["id;poids;naissance;fumeur;ville", "1;72,5;03/02/1961;TRUE;Orléans",
+             "2;80,25;17/11/1975;FALSE;Nîmes"]
+    source.write_bytes("\r\n".join([*lines, ""]).encode("cp1252"))
+    table = ga.read_table_file(source)
+    assert (table.sep, table.decimal, table.encoding) == (";", ",", "cp1252")
+    assert table.frame["naissance"].dtype.kind == "M"
+    assert table.write(table.frame, output) == output
+    assert output.read_bytes() == source.read_bytes()
+    table.write(table.frame, output, sep=",", decimal=".", encoding="utf-8")
+    assert output.read_text(encoding="utf-8").splitlines()[1] == (
+        "1,72.5,03/02/1961,TRUE,Orléans")
+
+
 # ------------------------------------------------------------------- identifying columns
 def test_undeclared_identifying_columns_are_refused_before_any_work(export):
     with pytest.raises(ga.IdentifyingColumnsError) as raised:

@@ -303,6 +303,8 @@ def _add_sep(parser: argparse.ArgumentParser) -> None:
                         "input's)")
     parser.add_argument("--output-decimal", choices=DECIMAL_MARKS,
                         help="decimal mark of the CSV outputs (default: the input's)")
+    parser.add_argument("--output-encoding", help="text encoding of the CSV outputs (e.g. "
+                        "utf-8; default: the input's)")
 
 
 def _date_format(args: argparse.Namespace) -> str | dict[str, str] | None:
@@ -329,8 +331,10 @@ def _na_values(args: argparse.Namespace) -> list[str] | dict[str, list[str]] | N
 def read_input(path: str | Path, args: argparse.Namespace):
     """A table file read as the options say (``files.read_table_file``); how it was read is
     printed once the command succeeds (a failure prints its one error line alone)."""
-    from ..files import read_table_file
+    from ..files import check_encoding, read_table_file
 
+    if args.output_encoding:  # refused before the work, not after it
+        check_encoding(args.output_encoding, "--output-encoding")
     table = read_table_file(path, sep=args.sep, decimal=args.decimal, encoding=args.encoding,
                             date_format=_date_format(args), na_values=_na_values(args))
     args.tables_read.append(table)
@@ -344,6 +348,8 @@ def write_options(table: Any, args: argparse.Namespace) -> dict[str, Any]:
         options["sep"] = args.output_sep
     if args.output_decimal:
         options["decimal"] = args.output_decimal
+    if args.output_encoding:
+        options["encoding"] = args.output_encoding
     return options
 
 

@@ -51,7 +51,15 @@ from .kinds import (
     same_values_kind,
     validate_table,
 )
-from .precision import DAY_NS, decimals, finer_decimals, keep_in_range, round_times, time_step
+from .precision import (
+    DAY_NS,
+    add_counts,
+    decimal_counts,
+    keep_in_range,
+    released_decimals,
+    round_times,
+    time_step,
+)
 from .rare import RareModalities, ordered
 from .text_values import TextValues
 
@@ -92,6 +100,7 @@ class ColumnSpec:
     tz: Any = None
     is_integer: bool = False  # an integer dtype: released whole, within its limits
     decimals: int | None = 0  # numbers: decimals released (None: unrounded), see precision.py
+    decimal_counts: np.ndarray | None = None  # numbers: values per decimals shown (precision.py)
     time_step: int = DAY_NS  # datetimes and timedeltas: step released, in nanoseconds
     low: Any = None  # continuous: observed range (times in int64 ticks), None before a value
     high: Any = None
@@ -125,7 +134,9 @@ class ColumnSpec:
         self.missing += other.missing
         for value, count in other.counts.items():
             self.counts[value] = self.counts.get(value, 0) + count
-        self.decimals = finer_decimals(self.decimals, other.decimals)
+        self.decimal_counts = add_counts(self.decimal_counts, other.decimal_counts)
+        if self.decimal_counts is not None:
+            self.decimals = released_decimals(self.decimal_counts)
         self.time_step = min(self.time_step, other.time_step)
         if other.low is not None:
             self.low = other.low if self.low is None else min(self.low, other.low)
@@ -481,8 +492,9 @@ class TableEncoder:
         from encoded arrays.
 
         Continuous values are rounded, half to even, to their column's precision (integers
-        and whole-number floats to whole numbers, decimals to those observed, datetimes and
-        timedeltas to their day, second... or unit); datetimes are put back in their timezone.
+        and whole-number floats to whole numbers, decimals to those the originals typically
+        show, datetimes and timedeltas to their day, second... or unit); datetimes are put
+        back in their timezone.
         ``apart`` gives the values of the columns released apart from the method: the
         identifiers' and the excluded columns' (``pipeline/apart.py``).
         """
@@ -532,14 +544,16 @@ def _add_counts(spec: ColumnSpec, series: pd.Series) -> tuple[np.ndarray, Any]:
 
 def _add_precision(spec: ColumnSpec, series: pd.Series, missing: np.ndarray) -> None:
     """Merge the chunk's observed range and precision into those of the continuous ``spec``
-    (the widest range, the finest precision)."""
+    (the widest range; decimals counted, times at the finest step)."""
     if spec.time_unit is not None:
         observed = time_ticks(series)[~missing]
         spec.time_step = min(spec.time_step, time_step(series))
     else:
         observed = series.to_numpy(dtype=np.float64, na_value=np.nan)[~missing]
-        if not spec.is_integer:
-            spec.decimals = finer_decimals(spec.decimals, decimals(observed, spec.dtype))  # ints: 0
+        if not spec.is_integer:  # integers: 0
+            spec.decimal_counts = add_counts(spec.decimal_counts,
+                                             decimal_counts(observed, spec.dtype))
+            spec.decimals = released_decimals(spec.decimal_counts)
     if observed.size:
         low, high = observed.min().item(), observed.max().item()
         spec.low = low if spec.low is None else min(spec.low, low)

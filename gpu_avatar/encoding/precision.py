@@ -1,24 +1,29 @@
 """The precision continuous columns are released at, so that released values look like the
 originals (and compare with them as a reader would: 42, not 41.807).
 
-- numbers: the fewest decimals (0 to ``MAX_DECIMALS``) every observed value shows, up to float64
-  representation error; a whole-number column stays whole even as float64 with blanks; beyond
-  ``MAX_DECIMALS``, values are released unrounded;
+- numbers: the fewest decimals (0 to ``MAX_DECIMALS``) that ``TYPICAL_SHARE`` of the observed
+  values show, up to float64 representation error: the typical precision, not the finest (a
+  column recorded to 0.1 with a few values to 0.01 is released to 0.1); a whole-number column
+  stays whole even as float64 with blanks; beyond ``MAX_DECIMALS``, values are released
+  unrounded;
 - datetimes and timedeltas: the coarsest of a day (a datetime: midnight, local wall time in its
   timezone), a second, a millisecond and a microsecond every observed value is a whole number of.
 
-Learnt chunk by chunk: a chunk gives the precision its values need, a column the finest over its
-chunks, so a streamed table learns what the whole table would.
+Learnt chunk by chunk: a chunk counts the values needing each number of decimals
+(``decimal_counts``), a column adds its chunks' counts up (``add_counts``) and for times keeps the
+finest step, so a streamed table learns what the whole table would.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 MAX_DECIMALS = 8
+TYPICAL_SHARE = 0.95  # of the values that show the decimals released, the rest rounded
 # A value "shows" d decimals when rounding it to d moves it by at most a few units in the last
 # place of its float type (decimal fractions are not exact in binary; arithmetic adds a few).
 _ULPS = 16
@@ -26,31 +31,60 @@ DAY_NS = 86_400 * 10**9
 _STEPS_NS = (DAY_NS, 10**9, 10**6, 10**3)  # a day, a second, a millisecond, a microsecond
 
 
-def decimals(values: np.ndarray, dtype: Any = np.float64) -> int | None:
-    """The fewest decimals that every finite one of ``values`` (float64, from a column of
-    ``dtype``: a float32 holds fewer digits) shows; None when some value shows more than
-    ``MAX_DECIMALS``. 0 for no value (a chunk of blanks)."""
+def decimal_counts(values: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
+    """How many finite ``values`` (float64, from a column of ``dtype``: a float32 holds fewer
+    digits) show each number of decimals: ``MAX_DECIMALS + 2`` counts, the last of values
+    showing more than ``MAX_DECIMALS``."""
     float_type = np.dtype(getattr(dtype, "numpy_dtype", dtype))
     tolerance = _ULPS * np.finfo(float_type if float_type.kind == "f" else np.float64).eps
     remaining = values[np.isfinite(values)]  # infinities are refused before any projection
-    if _shown(remaining, MAX_DECIMALS, tolerance).size:  # settles measured values in a pass
-        return None
-    for d in range(MAX_DECIMALS):
-        remaining = _shown(remaining, d, tolerance)
+    counts = np.zeros(MAX_DECIMALS + 2, dtype=np.int64)
+    beyond = _more(remaining, MAX_DECIMALS, tolerance)  # settles measured values in a pass
+    counts[-1] = int(beyond.sum())
+    remaining = remaining[~beyond]
+    for d in range(MAX_DECIMALS + 1):
+        more = _more(remaining, d, tolerance)
+        counts[d] = remaining.size - int(more.sum())
+        remaining = remaining[more]
         if not remaining.size:
-            return d
-    return MAX_DECIMALS
+            break
+    return counts
 
 
-def _shown(values: np.ndarray, d: int, tolerance: float) -> np.ndarray:
-    """The ``values`` that show more than ``d`` decimals (beyond ``tolerance``, relative)."""
+def typical_decimals(counts: np.ndarray) -> int:
+    """The fewest decimals that ``TYPICAL_SHARE`` of the values counted show (``counts[d]``:
+    the values showing ``d``); 0 for no value (a chunk of blanks)."""
+    total = int(counts.sum())
+    if not total:
+        return 0
+    needed = math.ceil(TYPICAL_SHARE * total - 1e-9)
+    return int(np.searchsorted(np.cumsum(counts), needed))
+
+
+def released_decimals(counts: np.ndarray) -> int | None:
+    """The decimals numbers with these ``decimal_counts`` are released at: the typical ones;
+    None (unrounded) when those are more than ``MAX_DECIMALS``."""
+    typical = typical_decimals(counts)
+    return None if typical > MAX_DECIMALS else typical
+
+
+def decimals(values: np.ndarray, dtype: Any = np.float64) -> int | None:
+    """The decimals ``values`` (float64, from a column of ``dtype``) are released at."""
+    return released_decimals(decimal_counts(values, dtype))
+
+
+def _more(values: np.ndarray, d: int, tolerance: float) -> np.ndarray:
+    """Where ``values`` show more than ``d`` decimals (beyond ``tolerance``, relative)."""
     scaled = values * 10.0**d
-    return values[np.abs(scaled - np.rint(scaled)) > tolerance * np.abs(scaled)]
+    return np.abs(scaled - np.rint(scaled)) > tolerance * np.abs(scaled)
 
 
-def finer_decimals(a: int | None, b: int | None) -> int | None:
-    """The decimals two sets of values need together (None, unrounded, wins)."""
-    return None if a is None or b is None else max(a, b)
+def add_counts(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """Two sets of values' counts per number of decimals, added (None: nothing counted)."""
+    if a is None or b is None:
+        return b if a is None else a
+    width = max(len(a), len(b))
+    return np.pad(a, (0, width - len(a))) + np.pad(b, (0, width - len(b)))
 
 
 def _tick_ns(unit: str) -> int:

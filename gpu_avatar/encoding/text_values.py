@@ -1,6 +1,7 @@
 """Text columns declared ``continuous`` or ``datetime``: read as numbers or dates by the
 shared rules of ``gpu_avatar.parsing``, and written back as text the way the originals are
-written (decimal mark and decimals; the date order, separator and time of day).
+written (decimal mark and the decimals most values show; the date order, separator and time
+of day).
 
 A value that does not read is an error naming the column and the value's row and shape
 (never the value): a declaration is a promise about every value, and a silent NaN would
@@ -31,7 +32,7 @@ from ..parsing import (
     to_numbers,
     written_date_format,
 )
-from .precision import finer_decimals
+from .precision import add_counts, typical_decimals
 
 SECONDS_PER_DAY = 86400
 _NANOS = 10**9
@@ -47,6 +48,7 @@ class TextValues:
     reading: str
     decimal: str = "."
     decimals: int | None = 0  # None: as many as float64 holds (scientific notation)
+    decimal_counts: np.ndarray | None = None  # numbers: values per decimals written
     date_format: str | None = None
     times: int = 0  # dates: 0 none, 1 hours and minutes, 2 with seconds
 
@@ -96,7 +98,8 @@ class TextValues:
         return text, parsed
 
     def add(self, series: pd.Series) -> None:
-        """Learn from a chunk how its values are written (decimals, time of day)."""
+        """Learn from a chunk how its values are written (the decimals most values are
+        written with, ``precision.typical_decimals``; the time of day)."""
         text, _ = self._parsed(series)
         if self.is_date:
             self.times = max(self.times, time_parts(text))
@@ -104,10 +107,15 @@ class TextValues:
             digits = text.str.extract(rf"{re.escape(self.decimal)}(\d+)$", expand=False)
             if text.str.contains("[eE]").any():  # scientific notation: written as read
                 self.decimals = None
-            elif digits.notna().any() and self.decimals is not None:
-                self.decimals = max(self.decimals, int(digits.str.len().max()))
+            else:
+                self._count(np.bincount(digits.str.len().fillna(0).to_numpy(np.int64)))
         if self.is_date and self.date_format is None and len(text):
             self.date_format = written_date_format(text.iloc[0], self.reading, self.times)
+
+    def _count(self, counts: np.ndarray | None) -> None:
+        self.decimal_counts = add_counts(self.decimal_counts, counts)
+        if self.decimals is not None and self.decimal_counts is not None:
+            self.decimals = typical_decimals(self.decimal_counts)
 
     def blank(self) -> TextValues:
         """The same reading, with nothing learnt from rows yet."""
@@ -117,7 +125,9 @@ class TextValues:
     def merge(self, other: TextValues) -> None:
         """Add what ``other`` (a ``blank`` of this one) learnt from other rows."""
         self.times = max(self.times, other.times)
-        self.decimals = finer_decimals(self.decimals, other.decimals)
+        if other.decimals is None:
+            self.decimals = None
+        self._count(other.decimal_counts)
         if self.date_format is None:
             self.date_format = other.date_format
 

@@ -238,16 +238,16 @@ def _series_avatars(
     parent_release: np.ndarray, sequence: np.random.SeedSequence, backend: Backend,
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The rebuilt series of every avatar parent: its time and measurement columns in the
-    original dtypes (integers rounded), the avatar parent (position) of every row, and the
-    release order (series in the parent's release order, then by time)."""
+    original dtypes (values at their originals' precision, ``SeriesModel.rebuild``), the avatar
+    parent (position) of every row, and the release order (series in the parent's release
+    order, then by time)."""
     table = db.tables[link.child].data
     rows, times, values = model.rebuild(
         parent_avatars[list(model.names())], np.random.default_rng(sequence), backend
     )
     columns = {model.time: model.time_column(times, table[model.time].dtype)}
     for variable, column in values.items():
-        integer = pd.api.types.is_integer_dtype(table[variable].dtype)
-        columns[variable] = pd.Series(np.round(column) if integer else column)
+        columns[variable] = pd.Series(column)
     return pd.DataFrame(columns), rows, np.argsort(parent_release[rows], kind="stable")
 
 

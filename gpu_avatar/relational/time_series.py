@@ -25,9 +25,11 @@ individual instead of row by row, so that an avatar's curve keeps a shape, a len
    (rounded) number of points, equally spaced over its own span; the missing share drawn at
    random positions. What the avatarization may push out of the originals' support is brought
    back: lengths within ``[0, longest]``, spans within the originals' spans, times within the
-   originals' time range, values clipped to each variable's original range; integer columns
-   rounded (integer, datetime and timedelta times: at most one point per time unit, the
-   tick for datetimes and timedeltas); an avatar whose length rounds to 0 has no series.
+   originals' time range (integer, datetime and timedelta times rounded: at most one point per
+   time unit, the tick for datetimes and timedeltas), values clipped to each variable's original
+   range and rounded to the decimals its originals typically show (``encoding/precision.py``:
+   integers whole, a measurement to 0.1 as 0.1); an avatar whose length rounds to 0 has no
+   series.
 
 Limitations: an avatar's times are evenly spaced over its span (the originals' irregular
 sampling is not reproduced); its missing values keep their share of the series, at positions
@@ -47,6 +49,7 @@ import pandas as pd
 from ..backend import Backend
 from ..encoding.encoder import ticks_to_times, time_ticks
 from ..encoding.kinds import is_datetime, is_number, is_timedelta
+from ..encoding.precision import decimals, keep_in_range
 from ..errors import AvatarError, FixableError, rows_named
 from ..parameters import SERIES_PROJECTIONS, check_choice, check_integer
 from ..projection.projection import chunk_rows, sorted_axes
@@ -330,6 +333,7 @@ class SeriesModel:
     longest: int
     integer_time: bool  # integers, datetimes and timedeltas: at most one point per unit
     with_missing: list[Any] = field(default_factory=list)
+    value_decimals: dict[Any, int | None] = field(default_factory=dict)  # None: unrounded
 
     def names(self) -> dict[str, Any]:
         """Feature column -> what it is ("length", "start", "span", (variable, "missing"),
@@ -420,6 +424,10 @@ class SeriesModel:
             value = (curves[individual, cell] * (1.0 - fraction)
                      + curves[individual, cell + 1] * fraction)
             value = np.clip(value, *self.value_ranges[variable])
+            places = self.value_decimals[variable]
+            if places is not None:
+                value = keep_in_range(np.round(value, places), value,
+                                      *self.value_ranges[variable])
             if (variable, "missing") in names:
                 share = np.clip(feature((variable, "missing")), 0.0, 1.0)
                 rank = np.empty(len(individual), dtype=np.int64)
@@ -475,6 +483,7 @@ def fit_series(
         if np.isnan(values).all():
             raise AvatarError(f"{child}.{variable}: no observed value; drop the column")
         model.value_ranges[variable] = (float(np.nanmin(values)), float(np.nanmax(values)))
+        model.value_decimals[variable] = decimals(values, data[variable].dtype)
         if np.isnan(values).any():
             model.with_missing.append(variable)
         model.projections[variable] = CurveProjection.fit(

@@ -13,6 +13,7 @@ import pytest
 import gpu_avatar as ga
 from gpu_avatar.encoding import TableEncoder
 from gpu_avatar.encoding.precision import decimals
+from gpu_avatar.encoding.text_values import TextValues
 
 AIDS = Path(ga.__file__).parent / "data" / "aids.csv"
 
@@ -131,6 +132,34 @@ def test_decimals_allow_for_float_representation_error_only():
     assert decimals(np.array([np.nan])) == 0  # a chunk of blanks needs nothing
     float32 = np.array([0.1, 2.5], dtype=np.float32).astype(np.float64)  # 0.10000000149...
     assert decimals(float32, np.float32) == 1 and decimals(float32, pd.Float32Dtype()) == 1
+
+
+def test_the_typical_precision_is_released_not_the_finest():
+    rng = np.random.default_rng(0)
+    creatinine = np.round(rng.normal(80, 20, 1354), 1)  # one decimal in all but 4 rows
+    creatinine[:4] += [0.01, 0.02, 0.03, 0.04]
+    df = pd.DataFrame({"creatinine": creatinine, "age": rng.integers(20, 90, 1354)})
+    whole = TableEncoder().fit(df)
+    chunked = TableEncoder().partial_fit(df.iloc[:677]).partial_fit(df.iloc[677:])
+    assert whole.specs_["creatinine"].decimals == chunked.specs_["creatinine"].decimals == 1
+    encoded = whole.transform(df)
+    continuous = (encoded.continuous + rng.permutation(encoded.continuous)) / 2
+    assert shown_decimals(whole.decode(continuous, encoded.categorical)["creatinine"]) == 1
+    assert decimals(np.r_[np.full(19, 0.5), 0.25]) == 1  # 95 % of the values show one
+    assert decimals(np.r_[np.full(18, 0.5), 0.25, 0.125]) == 2  # 90 %: two for 95 %
+    assert decimals(np.r_[np.full(18, 0.5), [1 / 3, 2 / 3]]) is None
+
+
+def test_text_numbers_are_written_with_the_decimals_most_are_written_with():
+    series = pd.Series(["12,5", "7,0", "3,25"] + ["1,5"] * 40 + [None], name="x")
+    text = TextValues.declared(series, "continuous")
+    text.add(series.iloc[:20])
+    other = text.blank()
+    other.add(series.iloc[20:])
+    text.merge(other)
+    assert text.decimals == 1
+    written = text.decode(np.array([2.25, 3.0]), None, object)
+    assert written.tolist() == ["2,2", "3,0"]  # half to even
 
 
 def test_decoding_rounds_half_to_even_inside_the_range_it_was_in():

@@ -87,6 +87,12 @@ def test_avatar_series_lie_within_the_originals_and_link_to_avatar_parents(name)
     assert result.links[0].referential_integrity == 100.0
 
 
+def test_values_come_back_at_the_precision_of_the_originals():
+    released = run("theoph").tables["samples"]["concentration"].dropna()  # 0.01 mg/L
+    np.testing.assert_allclose(released, released.round(2), rtol=0, atol=1e-9)
+    assert (released != released.round(1)).any()  # not rounded further
+
+
 def test_lengths_and_mean_curves_are_kept():
     """ChickWeight: the lengths keep their distribution (KS <= 0.15) and the avatars' mean
     weight curve stays within the originals' point-wise band (mean +/- std) everywhere."""
