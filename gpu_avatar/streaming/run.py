@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +50,8 @@ from ..encoding.rare import RareModalities
 from ..errors import AvatarError, failure_text
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
+from ..metrics.privacy import PrivacyMetrics
+from ..metrics.verdict import FAILS, ReleaseVerdict, release_verdict
 from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, seed_sequence
 from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
@@ -58,6 +62,7 @@ from ..progress import ProgressLike, Steps
 from ..rules import RuleSet, across_children
 from ..synthesis import shuffle_order
 from .plan import make_plan
+from .release import VERDICT, record, release_frames, restored, verdict_record
 from .route import SPILL, read_spill, route_partition, spills_intact
 from .scan import map_locally
 from .source import ParquetSource, _pyarrow, arrow_filesystem, open_source, to_frame
@@ -266,6 +271,11 @@ class LocalScheduler:
                 raise batch_error(task, error, context.store.location) from error
             done(task, summary)
 
+    def release_metrics(self, original: pd.DataFrame, avatars: pd.DataFrame,
+                        options: MetricOptions, types: dict, backend: str) -> PrivacyMetrics:
+        """``ga.privacy_metrics`` of the whole release, in this process."""
+        return privacy_metrics(original, avatars, options, types=types, backend=backend)
+
 
 # -------------------------------------------------------------------------- manifest
 def read_manifest(destination: str | os.PathLike,
@@ -295,10 +305,27 @@ class ParquetAvatarization:
     manifest: dict[str, Any] = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict)
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    release_metrics: PrivacyMetrics | None = field(default=None, repr=False)  # this run's
 
     @property
     def n_batches(self) -> int:
         return len(self.parts)
+
+    def privacy_metrics(self) -> PrivacyMetrics | None:
+        """The exact privacy metrics of the whole release (every avatar against every
+        original, ``streaming/release.py``): what ``ga.release_verdict`` judges. Read back from
+        the manifest (a resumed finished run), its per-row vectors are empty. None for a run
+        with ``metrics=False``."""
+        if self.release_metrics is not None:
+            return self.release_metrics
+        figures = (self.manifest.get("release") or {}).get("privacy_metrics")
+        return None if figures is None else restored(figures)
+
+    def verdict(self) -> ReleaseVerdict | None:
+        """``ga.release_verdict`` of the whole release (None for a run with
+        ``metrics=False``), as ``_VERDICT.txt`` words it."""
+        metrics = self.privacy_metrics()
+        return None if metrics is None else release_verdict(metrics)
 
     def batch_privacy_metrics(self) -> pd.DataFrame | None:
         """One row per batch, then ``mean`` and ``worst`` (as
@@ -422,7 +449,8 @@ def avatarize_parquet(
         parameters = parameters.replace(seed=int(previous["seed"]))
     sequence = seed_sequence(parameters.seed)
 
-    steps = Steps(progress, "avatarize_parquet", total=3 + max(1, -(-n // batch_size)))
+    steps = Steps(progress, "avatarize_parquet",
+                  total=3 + bool(metrics) + max(1, -(-n // batch_size)))
     tick = time.perf_counter()
     with steps.step("scan"):
         plan, scan = make_plan(
@@ -448,6 +476,7 @@ def avatarize_parquet(
             return _result(store, previous, timings, storage_options)
     store.fs.makedirs(store.root, exist_ok=True)
     store.remove(SUCCESS)
+    store.remove(VERDICT)
     store.write_text(
         "This avatar dataset is unfinished: rerun avatarize_parquet(..., resume=True).\n",
         INCOMPLETE,
@@ -521,25 +550,72 @@ def avatarize_parquet(
                   else None)
         timings["fit"] = time.perf_counter() - tick
     tick = time.perf_counter()
+    release = None
     try:
         scheduler.batches(pending, fitted, done)
+        timings["batches"] = time.perf_counter() - tick
+        if metrics:
+            with steps.step("release metrics"):
+                tick = time.perf_counter()
+                release = _release_metrics(store, manifest["parts"], tasks, plan, batch_size,
+                                           context, parameters, scheduler)
+                timings["release metrics"] = time.perf_counter() - tick
     finally:
         steps.close()
-    timings["batches"] = time.perf_counter() - tick
 
+    verdict = None
     if metrics:
         manifest["privacy_metrics"] = mean_and_worst(
             [manifest["batches"][str(b)]["metrics"] for b in range(len(tasks))]
         )
+        verdict = release_verdict(release)
+        manifest["release"] = {"privacy_metrics": record(release),
+                               "verdict": verdict_record(verdict)}
     manifest["complete"] = True
     manifest["batches"] = {str(b): manifest["batches"][str(b)] for b in range(len(tasks))}
     manifest["timings"] = {step: round(seconds, 3) for step, seconds in timings.items()}
     _write_json(store, manifest)
     for private in (SPILL, RUNS, *([SOURCE] if scheduler.written_source else [])):
         store.remove(private)
+    if verdict is not None:
+        store.write_text(str(verdict) + "\n", VERDICT)
     store.write_text("", SUCCESS)
     store.remove(INCOMPLETE)
-    return _result(store, manifest, timings, storage_options)
+    if verdict is not None:
+        _tell(verdict, store, progress)
+    return _result(store, manifest, timings, storage_options, release)
+
+
+def _release_metrics(store: Store, parts: list[str], tasks: list[BatchTask], plan: Any,
+                     batch_size: int, context: BatchContext, parameters: AvatarParameters,
+                     scheduler: Any) -> PrivacyMetrics:
+    """The exact privacy metrics of the whole release, by ``scheduler`` (the in-memory
+    run's options: its ``ncp``, no alignment test, its ``types``)."""
+    try:
+        original, avatars = release_frames(store, parts, tasks, plan, batch_size,
+                                           context.source, context.dtypes,
+                                           tuple(context.apart.pseudonymizers))
+        return scheduler.release_metrics(
+            original, avatars, MetricOptions(ncp=parameters.ncp, check_alignment=False),
+            dict(parameters.types), parameters.backend)
+    except Exception as error:
+        raise AvatarError(
+            f"the privacy metrics of the whole release failed: {failure_text(error)}. "
+            f"{store.location} is left marked incomplete ({INCOMPLETE}), every part written: "
+            "fix the cause and rerun with resume=True to measure them"
+        ) from error
+
+
+def _tell(verdict: ReleaseVerdict, store: Store, progress: ProgressLike) -> None:
+    """The verdict on stderr (``progress=True``), and a warning when the release misses a
+    decisive target."""
+    if progress is True:
+        print(f"{store.location}: {verdict}", file=sys.stderr, flush=True)
+    if verdict.answer == FAILS:
+        missed = ", ".join(f.name for f in verdict.reasons if f.decisive)
+        warnings.warn(f"the release in {store.location} {FAILS} (missed: {missed}); see "
+                      f"{VERDICT} and the manifest's release verdict", UserWarning,
+                      stacklevel=3)
 
 
 def finished_run(store: Store, parameters: AvatarParameters, metrics: bool,
@@ -568,7 +644,8 @@ def _recorded_parameters(parameters: AvatarParameters, backend: str,
 
 
 def _result(store: Store, manifest: dict, timings: dict,
-            storage_options: Mapping[str, Any] | None) -> ParquetAvatarization:
+            storage_options: Mapping[str, Any] | None,
+            release: PrivacyMetrics | None = None) -> ParquetAvatarization:
     return ParquetAvatarization(
         destination=store.location,
         parts=list(manifest["parts"]),
@@ -577,4 +654,5 @@ def _result(store: Store, manifest: dict, timings: dict,
         manifest=manifest,
         timings=timings,
         storage_options=dict(storage_options or {}),
+        release_metrics=release,
     )
