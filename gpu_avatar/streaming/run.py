@@ -15,7 +15,11 @@ each batch, same per-batch seeds), so both give the same avatar rows:
    ``avatarize_rows`` and the batch's own seed, computes its privacy metrics (``metrics=True``),
    releases its rows in ``shuffle_order(len(batch), seed)`` and writes its part under
    ``_runs/<run id>``; the driver moves it into place when the task reports, so that a task
-   left over from another run never replaces a part.
+   left over from another run never replaces a part;
+5. **release metrics** (``metrics=True``, ``release.py``): the exact privacy metrics of the
+   whole release, every avatar against every original (a batch's metrics see only its own
+   rows, and may pass or fail where the release does not), and the release verdict. The
+   driver holds the whole table twice for this step.
 
 A ``Scheduler`` runs the tasks: ``LocalScheduler`` one after the other in this process;
 ``gpu_avatar.distributed`` as Dask tasks on a cluster, the same functions. Source and
@@ -24,8 +28,11 @@ destination are local paths or URLs (``store.py``: fsspec, with ``storage_option
 Output: ``part-00000.parquet``, ... (schema = the input's; a column read as pandas ``Int64``
 because it holds missing integers is written back as the input's integer type), and
 ``_manifest.json`` (parameters, seed entropy, rows per part, the batches done and their privacy
-metrics, mean and worst). ``_INCOMPLETE`` is present while a run is unfinished (also after a
-failure); ``_SUCCESS`` replaces it at the end. ``resume=True`` continues an unfinished run,
+metrics, mean and worst; ``release``: the whole release's metrics and verdict), and
+``_VERDICT.txt``, the verdict's sentences. ``_INCOMPLETE`` is present while a run is
+unfinished (also after a failure); ``_SUCCESS`` replaces it at the end. A release that misses
+a decisive target is still written, and said: a ``UserWarning``, ``"failed": true`` in the
+manifest's verdict, and the verdict's first line. ``resume=True`` continues an unfinished run,
 skipping the batches the manifest records as done.
 """
 
@@ -413,7 +420,11 @@ def avatarize_parquet(
     values unique over the whole output; rows are released batch by batch, each batch
     shuffled). ``source`` and ``destination``: local paths or URLs (``file://``, ``s3://``,
     ``gs://``, ``memory://``..., opened by fsspec with ``storage_options``). ``metrics``: the
-    privacy metrics of every batch, recorded in the manifest with their mean and worst.
+    privacy metrics of every batch (with their mean and worst) and the exact ones of the whole
+    release (``result.privacy_metrics()``, judged by ``result.verdict()``), recorded in the
+    manifest; the verdict is written to ``_VERDICT.txt``, printed with ``progress=True``, and
+    a release that misses a decisive target warns. The whole release's metrics hold the
+    originals and the avatars in memory at once: ``metrics=False`` keeps to one batch.
     ``resume``: finish an interrupted run in ``destination`` (same source, parameters and
     seed; ``seed=None`` takes the recorded one). ``progress`` as in ``avatarize``. Returns a
     ``ParquetAvatarization``. Needs pyarrow (``pip install 'gpu_avatar[parquet]'``).
