@@ -60,11 +60,12 @@ def release_frames(store: Store, parts: list[str], tasks: list, plan: Any, batch
 
 
 def record(metrics: PrivacyMetrics) -> dict[str, Any]:
-    """The figures of ``metrics`` as JSON values (per-row vectors left out; NaN as null)."""
+    """The figures of ``metrics`` as JSON values (per-row vectors and the time taken left out;
+    NaN as null)."""
     out = {}
     for item in dataclasses.fields(metrics):
         value = getattr(metrics, item.name)
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) or not item.compare:  # vectors, the time taken
             continue
         if isinstance(value, dict):
             value = {str(k): v for k, v in value.items()}
@@ -78,7 +79,7 @@ def restored(figures: Mapping[str, Any]) -> PrivacyMetrics:
     """A ``PrivacyMetrics`` from ``record``'s figures, its per-row vectors empty."""
     values = dict(figures)
     for item in dataclasses.fields(PrivacyMetrics):
-        if item.name not in values:
+        if item.name not in values and item.default is dataclasses.MISSING:
             values[item.name] = np.empty(0)
     values["exact_copies_shared"] = {int(k): v for k, v in values["exact_copies_shared"].items()}
     return PrivacyMetrics(**values)
