@@ -70,8 +70,9 @@ def test_whole_release_metrics_are_the_in_memory_ones(source, run):
     df, types, _ = source
     result, _, _ = run
     memory = ga.avatarize(df, types=types, **SETTINGS)
-    expected = ga.privacy_metrics(df, memory.sensitive_unshuffled_avatars, ncp=memory.parameters.ncp,
-                                  check_alignment=False, types=types, backend="cpu")
+    expected = ga.privacy_metrics(df, memory.sensitive_unshuffled_avatars,
+                                  ncp=memory.parameters.ncp, check_alignment=False, types=types,
+                                  backend="cpu")
     release = result.privacy_metrics()
     assert_same_release(release, expected)
     assert len(release.hidden_per_individual) == len(df) == 3000 and result.n_batches == 3
