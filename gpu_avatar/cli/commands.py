@@ -480,7 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
         "avatarize", help="avatarize one table (CSV or Parquet)",
         epilog="A Parquet INPUT (a file or a folder) with --batch-size ROWS and an OUTPUT folder "
         "(no .csv or .parquet suffix) is streamed (ga.avatarize_parquet): one batch in memory "
-        "at a time, then the whole release's privacy metrics and verdict; OUTPUT gets "
+        "at a time, then the whole release's privacy metrics (the originals and the avatars "
+        "in memory for that step) and verdict; OUTPUT gets "
         "part-NNNNN.parquet, _manifest.json, _VERDICT.txt and _SUCCESS.")
     command.add_argument("input", help="the original table")
     command.add_argument("output", help="where to write the avatars (.csv or .parquet; a folder "
