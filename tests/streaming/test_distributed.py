@@ -252,7 +252,7 @@ def test_a_dask_dataframe_into_memory_gives_the_avatars_of_avatarize_parquet(sou
         memory = fsspec.filesystem("memory")
         names = sorted(p.rsplit("/", 1)[-1] for p in memory.ls("/gpu-avatar-test/out",
                                                                 detail=False))
-        assert names == sorted([*local.parts, "_manifest.json", "_SUCCESS"])  # no _source
+        assert names == sorted([*local.parts, "_manifest.json", "_SUCCESS", VERDICT])  # no _source
         back = result.to_dask().compute().reset_index(drop=True)
         expected = pd.read_parquet(tmp_path / "local")
         pd.testing.assert_frame_equal(back, expected, check_dtype=False)
@@ -345,7 +345,7 @@ def test_a_dask_dataframe_of_many_partitions_keeps_its_row_order(client, tmp_pat
     assert not (tmp_path / "refused" / "_source").exists()
     result = ga.distributed.avatarize(frame, tmp_path / "out", client=client, **settings)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        [*result.parts, "_manifest.json", "_SUCCESS"])
+        [*result.parts, "_manifest.json", "_SUCCESS", VERDICT])
     memory = ga.avatarize(df, **settings)
     back = pd.read_parquet(tmp_path / "out")
     pd.testing.assert_frame_equal(sorted_rows(back, ["id"]), sorted_rows(memory.avatars, ["id"]),
