@@ -68,11 +68,15 @@ def record(metrics: PrivacyMetrics) -> dict[str, Any]:
         if isinstance(value, np.ndarray) or not item.compare:  # vectors, the time taken
             continue
         if isinstance(value, dict):
-            value = {str(k): v for k, v in value.items()}
-        elif isinstance(value, float) and np.isnan(value):
-            value = None
-        out[item.name] = value
+            value = {str(k): _plain(v) for k, v in value.items()}
+        out[item.name] = _plain(value)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value: NumPy scalars as Python's (a GPU run's counts), NaN as null."""
+    value = value.item() if isinstance(value, np.generic) else value
+    return None if isinstance(value, float) and np.isnan(value) else value
 
 
 def restored(figures: Mapping[str, Any]) -> PrivacyMetrics:
