@@ -82,6 +82,16 @@ def test_whole_release_metrics_are_the_in_memory_ones(source, run):
     assert worst["local_cloaking"] < release.local_cloaking
 
 
+def test_one_batch_release_metrics_are_the_unbatched_ones(source, tmp_path):
+    df, types, folder = source
+    settings = {**SETTINGS, "batch_size": 5000}
+    with pytest.warns(UserWarning, match="does not meet its targets"):
+        result = ga.avatarize_parquet(folder, tmp_path / "out", types=types, **settings)
+    memory = ga.avatarize(df, types=types, **{**settings, "batch_size": None})
+    assert result.n_batches == 1
+    assert_same_release(result.privacy_metrics(), memory.privacy_metrics())
+
+
 def test_the_verdict_is_judged_warned_and_written(run):
     result, destination, caught = run
     verdict = ga.release_verdict(result.privacy_metrics())
