@@ -3,6 +3,9 @@
     gpu-avatar avatarize INPUT OUTPUT [--k 20|auto] [--ncp 5] [--seed S] [--types col=kind ...]
                          [--backend auto|cpu|gpu] [--report report.html|report.pdf]
                          [--language en|fr] [--holdout HOLDOUT]
+    gpu-avatar avatarize INPUT.parquet OUTPUT_DIR --batch-size ROWS [--resume] (streamed:
+                         ga.avatarize_parquet, one batch in memory; parts, _manifest.json,
+                         _VERDICT.txt)
     gpu-avatar advise INPUT [--ncp 5] [--candidates 5 10 20] [--targets hidden_rate=95 ...]
                             [--holdout FILE]
                             (INPUT: a table, or a YAML database as for database, its
@@ -494,9 +497,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                      parser_class=_Parser)
 
-    command = commands.add_parser("avatarize", help="avatarize one table (CSV or Parquet)")
+    command = commands.add_parser(
+        "avatarize", help="avatarize one table (CSV or Parquet)",
+        epilog="A Parquet INPUT (a file or a folder) with --batch-size ROWS and an OUTPUT folder "
+        "(no .csv or .parquet suffix) is streamed (ga.avatarize_parquet): one batch in memory "
+        "at a time, then the whole release's privacy metrics (the originals and the avatars "
+        "in memory for that step) and verdict; OUTPUT gets "
+        "part-NNNNN.parquet, _manifest.json, _VERDICT.txt and _SUCCESS.")
     command.add_argument("input", help="the original table")
-    command.add_argument("output", help="where to write the avatars (.csv or .parquet)")
+    command.add_argument("output", help="where to write the avatars (.csv or .parquet; a folder "
+                         "for a streamed run)")
     _add_parameters(command, DEFAULTS)
     command.add_argument("--report", metavar="PATH",
                          help="also write a report (.html or .pdf)")
@@ -516,6 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "- {rule: inequality, low: entry, high: end, strict: true} (see "
                          "gpu_avatar.rules)")
     _add_metric_options(command)
+    command.add_argument("--resume", action="store_true",
+                         help="a streamed run: finish the interrupted run in OUTPUT")
     _add_common(command, suppress=True)
     command.set_defaults(handler=cmd_avatarize)
 
@@ -689,6 +701,11 @@ def _privacy_line(privacy: Any) -> str:
 def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     import gpu_avatar as ga
 
+    if _streamed(args):
+        return _avatarize_stream(args, progress)
+    if args.resume:
+        raise UsageError("--resume finishes a streamed run: give a Parquet INPUT, an OUTPUT "
+                         "folder and --batch-size")
     from ..files import write_table
     from ..progress import Steps
     from ..relational.config import load_rules_file
@@ -759,6 +776,78 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
         _say(_privacy_line(release.privacy))
         _conclude(args, release.verdict)
     return 0
+
+
+def _streamed(args: argparse.Namespace) -> bool:
+    """Whether ``avatarize`` streams: ``--batch-size`` with a Parquet INPUT (a file or a
+    folder) and an OUTPUT folder (no table suffix)."""
+    from ..files import CSV_SUFFIXES, PARQUET_SUFFIXES
+
+    output = Path(args.output)
+    if args.batch_size is None or output.suffix.lower() in (*CSV_SUFFIXES, *PARQUET_SUFFIXES,
+                                                            ".gz"):
+        return False
+    source = Path(args.input)
+    if not (source.is_dir() or source.suffix.lower() in PARQUET_SUFFIXES):
+        raise UsageError(f"OUTPUT {args.output} is a folder, for a streamed run, which reads a "
+                         "Parquet INPUT (a file or a folder); give OUTPUT.csv or "
+                         "OUTPUT.parquet to avatarize INPUT in memory")
+    return True
+
+
+def _avatarize_stream(args: argparse.Namespace, progress: bool) -> int:
+    """``avatarize INPUT.parquet OUTPUT_DIR --batch-size ROWS``: ``ga.avatarize_parquet``,
+    then the whole release's privacy metrics and verdict, printed and written beside the
+    parts."""
+    import gpu_avatar as ga
+
+    from ..relational.config import load_rules_file
+
+    refused = [option for option, given in (
+        ("--k auto", args.k == AUTO), ("--report", args.report), ("--holdout", args.holdout),
+        ("--unshuffled-output", args.unshuffled_output),
+        ("--categorical-max-distinct", args.categorical_max_distinct is not None),
+        *((f"--{n.replace('_', '-')}", getattr(args, n) is not None)
+          for n in ATTACKER_KNOWLEDGE)) if given]
+    if refused:
+        raise UsageError(f"{', '.join(refused)} not with a streamed run (--batch-size and an "
+                         "OUTPUT folder): declare kinds with --types or --plan, measure "
+                         "evidence on a sample in memory")
+    rules = args.rules and load_rules_file(args.rules)
+    result = ga.avatarize_parquet(
+        args.input, args.output, types=_parse_types(args.types), plan=args.plan, rules=rules,
+        resume=args.resume, progress=_bar(progress, "gpu-avatar avatarize"), **_settings(args))
+    parameters = result.manifest["parameters"]
+    _say(f"wrote {result.n_rows} avatars of {args.input} to {args.output} in "
+         f"{result.n_batches} parts of at most {parameters['batch_size']} rows (k "
+         f"{parameters['k']}, ncp {parameters['ncp']}, seed {result.seed})")
+    knowingly = result.manifest.get("knowingly_released")
+    if knowingly:
+        _say(f"released as declared: {'; '.join(knowingly)}")
+    worst = result.batch_privacy_metrics().loc["worst"]
+    _say(f"worst batch: hidden rate {worst['hidden_rate']:.1f} %, median local cloaking "
+         f"{worst['local_cloaking']:g} (each batch's avatars against its own originals)")
+    _say("whole release " + _privacy_line(result.privacy_metrics()))
+    _say(f"wrote the verdict to {Path(args.output) / '_VERDICT.txt'}")
+    _conclude(args, result.verdict())
+    return 0
+
+
+def _bar(progress: bool, description: str) -> Any:
+    """A progress callback drawing this command's bar, or None: the library's own bar
+    (``progress=True``) would also print the verdict, which the command prints last."""
+    if not progress:
+        return None
+    from ..progress import Steps
+
+    steps = Steps(True, description)
+
+    def advance(step: str, done: int, total: int | None) -> None:
+        steps.total = total
+        steps.start(step)
+        steps.advance()
+
+    return advance
 
 
 def _conclude(args: argparse.Namespace, verdict: Any) -> None:

@@ -9,7 +9,9 @@ The driver (the client's process) plans and records; the workers do the data wor
 - the fit: one task fits the model on batch 0. Its result is a graph key, not scattered data:
   if every worker holding it dies, the scheduler computes it again;
 - the batches: one task per batch (``streaming.process_batch``), which writes its part under
-  the run's id; the driver moves it into place when the task reports.
+  the run's id; the driver moves it into place when the task reports;
+- the whole release's exact privacy metrics (``streaming/release.py``): the driver rebuilds
+  the unshuffled avatars, and the distance ranks run as tasks (``distributed.metrics``).
 Every task retries ``retries`` times on failure. A batch whose workers keep dying (most often
 over their memory limit) is reported with a smaller ``batch_size`` to use. Every task first
 sizes numba's threads to its worker's (``cluster.on_worker``); with ``backend="gpu"`` every
@@ -128,6 +130,15 @@ class DaskScheduler:
                 future.release()
         finally:
             self.client.cancel([*futures, context])
+
+    def release_metrics(self, original: Any, avatars: Any, options: Any, types: dict,
+                        backend: str) -> Any:
+        """The whole release's privacy metrics, the distance ranks as tasks on the cluster
+        (``distributed.metrics``: the values of ``ga.privacy_metrics``)."""
+        from .metrics import privacy_metrics
+
+        return privacy_metrics(original, avatars, options, client=self.client, types=types,
+                               backend=backend)
 
     def _error(self, task: BatchTask, context: Any, error: BaseException) -> AvatarError:
         """A failed batch, or the fit it waited for, said with how to finish the run."""

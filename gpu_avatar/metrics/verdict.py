@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from ..errors import AvatarError
 from .catalogue import CATALOGUE, PRIVACY_TARGETS, Target
 from .privacy import PrivacyMetrics
@@ -87,6 +89,9 @@ def release_verdict(privacy: Any, attacks: Any = None) -> ReleaseVerdict:
     """The verdict on a release from its privacy metrics (a ``PrivacyMetrics``, or a
     database's scenario metrics, ``DatabaseAvatarizationResult.privacy_metrics()``) and,
     given a holdout, its ``AttackMetrics``. See the module docstring."""
+    if isinstance(privacy, pd.DataFrame):
+        raise AvatarError("release_verdict judges a release's PrivacyMetrics, not a table of "
+                          "per-batch metrics: pass result.privacy_metrics()")
     entries = [(None, privacy)] if isinstance(privacy, PrivacyMetrics) else [
         ((entry.table, entry.scenario, entry.reference), entry.metrics) for entry in privacy]
     if not entries:

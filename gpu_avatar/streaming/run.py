@@ -15,7 +15,11 @@ rows, same order inside each batch, same per-batch seeds), so both give the same
    ``avatarize_rows`` and the batch's own seed, computes its privacy metrics (``metrics=True``),
    releases its rows in ``shuffle_order(len(batch), seed)`` and writes its part under
    ``_runs/<run id>``; the driver moves it into place when the task reports, so that a task
-   left over from another run never replaces a part.
+   left over from another run never replaces a part;
+5. **release metrics** (``metrics=True``, ``release.py``): the exact privacy metrics of the
+   whole release, every avatar against every original (a batch's metrics see only its own
+   rows, and may pass or fail where the release does not), and the release verdict. The
+   driver holds the whole table twice for this step.
 
 A ``Scheduler`` runs the tasks: ``LocalScheduler`` one after the other in this process;
 ``gpu_avatar.distributed`` as Dask tasks on a cluster, the same functions. Source and
@@ -24,8 +28,11 @@ destination are local paths or URLs (``store.py``: fsspec, with ``storage_option
 Output: ``part-00000.parquet``, ... (schema = the input's; a column read as pandas ``Int64``
 because it holds missing integers is written back as the input's integer type), and
 ``_manifest.json`` (parameters, seed entropy, rows per part, the batches done and their privacy
-metrics, mean and worst). ``_INCOMPLETE`` is present while a run is unfinished (also after a
-failure); ``_SUCCESS`` replaces it at the end. ``resume=True`` continues an unfinished run,
+metrics, mean and worst; ``release``: the whole release's metrics and verdict), and
+``_VERDICT.txt``, the verdict's sentences. ``_INCOMPLETE`` is present while a run is
+unfinished (also after a failure); ``_SUCCESS`` replaces it at the end. A release that misses
+a decisive target is still written, and said: a ``UserWarning``, ``"failed": true`` in the
+manifest's verdict, and the verdict's first line. ``resume=True`` continues an unfinished run,
 skipping the batches the manifest records as done.
 """
 
@@ -33,8 +40,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +57,8 @@ from ..encoding.rare import RareModalities
 from ..errors import AvatarError, failure_text
 from ..metrics import privacy_metrics
 from ..metrics.catalogue import mean_and_worst
+from ..metrics.privacy import PrivacyMetrics
+from ..metrics.verdict import FAILS, ReleaseVerdict, release_verdict
 from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, seed_sequence
 from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
@@ -58,6 +69,7 @@ from ..progress import ProgressLike, Steps
 from ..rules import RuleSet, across_children
 from ..synthesis import shuffle_order
 from .plan import make_plan
+from .release import VERDICT, record, release_frames, restored, verdict_record
 from .route import SPILL, read_spill, route_partition, spills_intact
 from .scan import map_locally
 from .source import ParquetSource, _pyarrow, arrow_filesystem, open_source, to_frame
@@ -266,6 +278,11 @@ class LocalScheduler:
                 raise batch_error(task, error, context.store.location) from error
             done(task, summary)
 
+    def release_metrics(self, original: pd.DataFrame, avatars: pd.DataFrame,
+                        options: MetricOptions, types: dict, backend: str) -> PrivacyMetrics:
+        """``ga.privacy_metrics`` of the whole release, in this process."""
+        return privacy_metrics(original, avatars, options, types=types, backend=backend)
+
 
 # -------------------------------------------------------------------------- manifest
 def read_manifest(destination: str | os.PathLike,
@@ -295,10 +312,27 @@ class ParquetAvatarization:
     manifest: dict[str, Any] = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict)
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    release_metrics: PrivacyMetrics | None = field(default=None, repr=False)  # this run's
 
     @property
     def n_batches(self) -> int:
         return len(self.parts)
+
+    def privacy_metrics(self) -> PrivacyMetrics | None:
+        """The exact privacy metrics of the whole release (every avatar against every
+        original, ``streaming/release.py``): what ``ga.release_verdict`` judges. Read back from
+        the manifest (a resumed finished run), its per-row vectors are empty. None for a run
+        with ``metrics=False``."""
+        if self.release_metrics is not None:
+            return self.release_metrics
+        figures = (self.manifest.get("release") or {}).get("privacy_metrics")
+        return None if figures is None else restored(figures)
+
+    def verdict(self) -> ReleaseVerdict | None:
+        """``ga.release_verdict`` of the whole release (None for a run with
+        ``metrics=False``), as ``_VERDICT.txt`` words it."""
+        metrics = self.privacy_metrics()
+        return None if metrics is None else release_verdict(metrics)
 
     def batch_privacy_metrics(self) -> pd.DataFrame | None:
         """One row per batch, then ``mean`` and ``worst`` (as
@@ -386,7 +420,11 @@ def avatarize_parquet(
     values unique over the whole output; rows are released batch by batch, each batch
     shuffled). ``source`` and ``destination``: local paths or URLs (``file://``, ``s3://``,
     ``gs://``, ``memory://``..., opened by fsspec with ``storage_options``). ``metrics``: the
-    privacy metrics of every batch, recorded in the manifest with their mean and worst.
+    privacy metrics of every batch (with their mean and worst) and the exact ones of the whole
+    release (``result.privacy_metrics()``, judged by ``result.verdict()``), recorded in the
+    manifest; the verdict is written to ``_VERDICT.txt``, printed with ``progress=True``, and
+    a release that misses a decisive target warns. The whole release's metrics hold the
+    originals and the avatars in memory at once: ``metrics=False`` keeps to one batch.
     ``resume``: finish an interrupted run in ``destination`` (same source, parameters and
     seed; ``seed=None`` takes the recorded one). ``progress`` as in ``avatarize``. Returns a
     ``ParquetAvatarization``. Needs pyarrow (``pip install 'gpu_avatar[parquet]'``).
@@ -422,7 +460,8 @@ def avatarize_parquet(
         parameters = parameters.replace(seed=int(previous["seed"]))
     sequence = seed_sequence(parameters.seed)
 
-    steps = Steps(progress, "avatarize_parquet", total=3 + max(1, -(-n // batch_size)))
+    steps = Steps(progress, "avatarize_parquet",
+                  total=3 + bool(metrics) + max(1, -(-n // batch_size)))
     tick = time.perf_counter()
     with steps.step("scan"):
         plan, scan = make_plan(
@@ -448,6 +487,7 @@ def avatarize_parquet(
             return _result(store, previous, timings, storage_options)
     store.fs.makedirs(store.root, exist_ok=True)
     store.remove(SUCCESS)
+    store.remove(VERDICT)
     store.write_text(
         "This avatar dataset is unfinished: rerun avatarize_parquet(..., resume=True).\n",
         INCOMPLETE,
@@ -521,25 +561,72 @@ def avatarize_parquet(
                   else None)
         timings["fit"] = time.perf_counter() - tick
     tick = time.perf_counter()
+    release = None
     try:
         scheduler.batches(pending, fitted, done)
+        timings["batches"] = time.perf_counter() - tick
+        if metrics:
+            with steps.step("release metrics"):
+                tick = time.perf_counter()
+                release = _release_metrics(store, manifest["parts"], tasks, plan, batch_size,
+                                           context, parameters, scheduler)
+                timings["release metrics"] = time.perf_counter() - tick
     finally:
         steps.close()
-    timings["batches"] = time.perf_counter() - tick
 
+    verdict = None
     if metrics:
         manifest["privacy_metrics"] = mean_and_worst(
             [manifest["batches"][str(b)]["metrics"] for b in range(len(tasks))]
         )
+        verdict = release_verdict(release)
+        manifest["release"] = {"privacy_metrics": record(release),
+                               "verdict": verdict_record(verdict)}
     manifest["complete"] = True
     manifest["batches"] = {str(b): manifest["batches"][str(b)] for b in range(len(tasks))}
     manifest["timings"] = {step: round(seconds, 3) for step, seconds in timings.items()}
     _write_json(store, manifest)
     for private in (SPILL, RUNS, *([SOURCE] if scheduler.written_source else [])):
         store.remove(private)
+    if verdict is not None:
+        store.write_text(str(verdict) + "\n", VERDICT)
     store.write_text("", SUCCESS)
     store.remove(INCOMPLETE)
-    return _result(store, manifest, timings, storage_options)
+    if verdict is not None:
+        _tell(verdict, store, progress)
+    return _result(store, manifest, timings, storage_options, release)
+
+
+def _release_metrics(store: Store, parts: list[str], tasks: list[BatchTask], plan: Any,
+                     batch_size: int, context: BatchContext, parameters: AvatarParameters,
+                     scheduler: Any) -> PrivacyMetrics:
+    """The exact privacy metrics of the whole release, by ``scheduler`` (the in-memory
+    run's options: its ``ncp``, no alignment test, its ``types``)."""
+    try:
+        original, avatars = release_frames(store, parts, tasks, plan, batch_size,
+                                           context.source, context.dtypes,
+                                           tuple(context.apart.pseudonymizers))
+        return scheduler.release_metrics(
+            original, avatars, MetricOptions(ncp=parameters.ncp, check_alignment=False),
+            dict(parameters.types), parameters.backend)
+    except Exception as error:
+        raise AvatarError(
+            f"the privacy metrics of the whole release failed: {failure_text(error)}. "
+            f"{store.location} is left marked incomplete ({INCOMPLETE}), every part written: "
+            "fix the cause and rerun with resume=True to measure them"
+        ) from error
+
+
+def _tell(verdict: ReleaseVerdict, store: Store, progress: ProgressLike) -> None:
+    """The verdict on stderr (``progress=True``), and a warning when the release misses a
+    decisive target."""
+    if progress is True:
+        print(f"{store.location}: {verdict}", file=sys.stderr, flush=True)
+    if verdict.answer == FAILS:
+        missed = ", ".join(f.name for f in verdict.reasons if f.decisive)
+        warnings.warn(f"the release in {store.location} {FAILS} (missed: {missed}); see "
+                      f"{VERDICT} and the manifest's release verdict", UserWarning,
+                      stacklevel=3)
 
 
 def finished_run(store: Store, parameters: AvatarParameters, metrics: bool,
@@ -568,7 +655,8 @@ def _recorded_parameters(parameters: AvatarParameters, backend: str,
 
 
 def _result(store: Store, manifest: dict, timings: dict,
-            storage_options: Mapping[str, Any] | None) -> ParquetAvatarization:
+            storage_options: Mapping[str, Any] | None,
+            release: PrivacyMetrics | None = None) -> ParquetAvatarization:
     return ParquetAvatarization(
         destination=store.location,
         parts=list(manifest["parts"]),
@@ -577,4 +665,5 @@ def _result(store: Store, manifest: dict, timings: dict,
         manifest=manifest,
         timings=timings,
         storage_options=dict(storage_options or {}),
+        release_metrics=release,
     )

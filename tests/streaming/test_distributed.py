@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_release import SETTINGS as RELEASE_SETTINGS
+from test_release import resampled
 from test_streaming import MIXED_TYPES, aids, mixed_table, sorted_rows, write_parts  # noqa: F401
 
 import gpu_avatar as ga
@@ -21,6 +23,7 @@ from gpu_avatar import AvatarError
 from gpu_avatar.distributed.metrics import split_regions
 from gpu_avatar.errors import MissingExtraError
 from gpu_avatar.metrics.reductions import distance_ranks
+from gpu_avatar.streaming.release import VERDICT
 from gpu_avatar.streaming.route import SPILL, spill_folder
 from gpu_avatar.streaming.run import INCOMPLETE, SUCCESS, read_manifest
 
@@ -79,9 +82,27 @@ def test_dask_run_equals_the_local_streamed_run(client, source, tmp_path):
     )
     ours, theirs = read_manifest(tmp_path / "dask"), read_manifest(tmp_path / "local")
     assert ours["scheduler"] == "dask" and theirs["scheduler"] == "local"
-    for key in ("parameters", "seed", "rows_per_part", "privacy_metrics"):
+    for key in ("parameters", "seed", "rows_per_part", "privacy_metrics", "release"):
         assert ours[key] == theirs[key], key
     assert sorted(s for s in steps if s.startswith("batch")) == ["batch 0", "batch 1", "batch 2"]
+
+
+def test_dask_run_reports_the_whole_release_metrics(client, aids, tmp_path):  # noqa: F811
+    """The issue's case (a table resampled with duplicates): the Dask run's whole-release
+    metrics, distance ranks on the workers, are the local streamed run's, bit for bit."""
+    df, types = aids
+    folder = tmp_path / "source"
+    folder.mkdir()
+    resampled(df).to_parquet(folder / "a.parquet", index=False)
+    with pytest.warns(UserWarning, match="does not meet its targets"):
+        local = ga.avatarize_parquet(folder, tmp_path / "local", types=types,
+                                     **RELEASE_SETTINGS)
+    with pytest.warns(UserWarning, match="does not meet its targets"):
+        dask = ga.distributed.avatarize(folder, tmp_path / "dask", client=client, types=types,
+                                        **RELEASE_SETTINGS)
+    assert_same_metrics(dask.privacy_metrics(), local.privacy_metrics())
+    assert dask.verdict().lines() == local.verdict().lines()
+    assert (tmp_path / "dask" / VERDICT).read_text() == (tmp_path / "local" / VERDICT).read_text()
 
 
 def test_a_failing_task_names_its_batch(client, source, tmp_path):
@@ -231,7 +252,7 @@ def test_a_dask_dataframe_into_memory_gives_the_avatars_of_avatarize_parquet(sou
         memory = fsspec.filesystem("memory")
         names = sorted(p.rsplit("/", 1)[-1] for p in memory.ls("/gpu-avatar-test/out",
                                                                 detail=False))
-        assert names == sorted([*local.parts, "_manifest.json", "_SUCCESS"])  # no _source
+        assert names == sorted([*local.parts, "_manifest.json", "_SUCCESS", VERDICT])  # no _source
         back = result.to_dask().compute().reset_index(drop=True)
         expected = pd.read_parquet(tmp_path / "local")
         pd.testing.assert_frame_equal(back, expected, check_dtype=False)
@@ -324,7 +345,7 @@ def test_a_dask_dataframe_of_many_partitions_keeps_its_row_order(client, tmp_pat
     assert not (tmp_path / "refused" / "_source").exists()
     result = ga.distributed.avatarize(frame, tmp_path / "out", client=client, **settings)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        [*result.parts, "_manifest.json", "_SUCCESS"])
+        [*result.parts, "_manifest.json", "_SUCCESS", VERDICT])
     memory = ga.avatarize(df, **settings)
     back = pd.read_parquet(tmp_path / "out")
     pd.testing.assert_frame_equal(sorted_rows(back, ["id"]), sorted_rows(memory.avatars, ["id"]),

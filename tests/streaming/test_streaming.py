@@ -22,6 +22,7 @@ from gpu_avatar import AvatarError
 from gpu_avatar.encoding import IdentifierValues, TableEncoder, fresh_identifiers
 from gpu_avatar.pipeline.batches import plan_batches
 from gpu_avatar.streaming.plan import plan_parquet
+from gpu_avatar.streaming.release import VERDICT, record
 from gpu_avatar.streaming.route import SPILL, spill_folder
 from gpu_avatar.streaming.run import INCOMPLETE, MANIFEST, SUCCESS, read_manifest
 
@@ -204,6 +205,10 @@ def test_batches_equal_the_in_memory_batches(mixed_source, mixed_run):
     pd.testing.assert_frame_equal(
         streamed_metrics, memory_metrics, check_names=False, check_exact=False, rtol=1e-12
     )
+    # the whole release: its originals paired with their avatars despite every dtype
+    release, expected = result.privacy_metrics(), memory.privacy_metrics()
+    assert record(release) == record(expected)
+    np.testing.assert_array_equal(release.hidden_per_individual, expected.hidden_per_individual)
 
 
 def test_aids_batches_equal_the_in_memory_batches(aids, tmp_path):
@@ -272,7 +277,7 @@ def test_contract_dtypes_categories_missing_pattern(mixed_source, mixed_run):
 def test_manifest_and_markers(mixed_run):
     result, destination = mixed_run
     names = sorted(p.name for p in destination.iterdir())
-    assert names == sorted([*result.parts, MANIFEST, SUCCESS])  # no _INCOMPLETE, no _spill
+    assert names == sorted([*result.parts, MANIFEST, SUCCESS, VERDICT])  # no _INCOMPLETE
     manifest = json.loads((destination / MANIFEST).read_text())
     assert manifest["complete"] and manifest["seed"] == 11
     assert manifest["parameters"]["k"] == 10 and manifest["parameters"]["batch_size"] == 600
