@@ -20,6 +20,7 @@
                                           kind, over the YAML's tables.TABLE.types)
     gpu-avatar metrics ORIGINAL UNSHUFFLED_AVATARS [--ncp 5] [--types col=kind ...]
     gpu-avatar report ORIGINAL UNSHUFFLED_AVATARS [--output report.html|report.pdf]
+                      [--holdout HOLDOUT]
     gpu-avatar demo [OUTPUT_DIR]
 
 ``metrics`` and ``report`` refuse avatars that are not row-aligned with the originals (a
@@ -90,7 +91,7 @@ from ..parsing import DECIMAL_MARKS
 from ..planning.model import Plan
 from ..report.language import LANGUAGES
 from ..sql.write import IF_EXISTS
-from .manifest import check_manifest, manifest_path, write_manifest
+from .manifest import check_manifest, manifest_path, recorded_seed, write_manifest
 
 DEFAULTS = AvatarParameters()
 AUTO = "auto"  # --k auto: the advised k
@@ -612,6 +613,11 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("-o", "--output", default="report.html", metavar="PATH",
                                  help="report path, .html or .pdf (default report.html)")
             command.add_argument("--title", help="the report's title")
+            command.add_argument("--holdout", metavar="FILE",
+                                 help="rows of the same table kept out of the avatarization "
+                                 "(gpu-avatar split): the attack-based risks are measured "
+                                 "against them, for the verdict and the report, as by "
+                                 "avatarize --holdout")
             _add_language(command)
         _add_types(command)
         _add_metric_options(command)
@@ -960,21 +966,30 @@ def _write_frame(frame: pd.DataFrame, path: Path, what: str) -> None:
     _say(f"wrote the {what} to {path}")
 
 
-def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
-    """Original and avatars, identifier columns dropped, avatar dtypes cast to the original's
-    where CSV inference differs (e.g. integers read back as floats); the avatars' manifest, if
-    any, must name these originals, and its run's column kinds are used unless ``--types`` or
-    ``--categorical-max-distinct`` is given."""
+def _read_pair(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str],
+                                                  pd.DataFrame | None]:
+    """Original, avatars and ``--holdout`` (None without one), identifier columns dropped,
+    avatar and holdout dtypes cast to the original's where CSV inference differs (e.g.
+    integers read back as floats); the avatars' manifest, if any, must name these originals,
+    and its run's column kinds are used unless ``--types`` or ``--categorical-max-distinct``
+    is given."""
     original = read_input(args.original, args).frame
     recorded = check_manifest(args.avatars, original, args.original)
     avatars = read_input(args.avatars, args).frame
+    holdout = (None if getattr(args, "holdout", None) is None
+               else read_input(args.holdout, args).frame)
     given = args.types or args.categorical_max_distinct is not None
     types = column_types(original, args) if given or recorded is None else recorded
     identifiers = [c for c, kind in types.items() if column_kind(kind) == IDENTIFIER]
     original = original.drop(columns=[c for c in identifiers if c in original])
     avatars = avatars.drop(columns=[c for c in identifiers if c in avatars])
     types = {c: kind for c, kind in types.items() if c not in identifiers}
-    return original, _cast_like(original, avatars), types
+    if holdout is not None:
+        holdout = check_same_table(
+            original, _cast_like(original, holdout.drop(
+                columns=[c for c in identifiers if c in holdout])),
+            f"--holdout {args.holdout}", same_rows=False)
+    return original, _cast_like(original, avatars), types, holdout
 
 
 def _cast_like(original: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
@@ -998,7 +1013,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
         "--output", args.output, _frame_format)
     steps = Steps(progress, "gpu-avatar metrics", total=3)
     with steps.step("read"):
-        original, avatars, types = _read_pair(args)
+        original, avatars, types, _ = _read_pair(args)
     with steps.step("privacy metrics"):
         privacy = ga.privacy_metrics(original, avatars, MetricOptions(**_metric_settings(args)),
                                      types=types, backend=args.backend)
@@ -1022,25 +1037,51 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..report import report_format, table_part, write_document
     from ..report.language import Translator
 
-    OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
-        "--output", args.output, report_format)
-    steps = Steps(progress, "gpu-avatar report", total=2)
+    OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars,
+                 "--holdout": args.holdout}).add("--output", args.output, report_format)
+    steps = Steps(progress, "gpu-avatar report", total=2 + bool(args.holdout))
     with steps.step("read"):
-        original, avatars, types = _read_pair(args)
+        original, avatars, types, holdout = _read_pair(args)
     with steps.step("privacy metrics"):
         privacy = ga.privacy_metrics(original, avatars, MetricOptions(**_metric_settings(args)),
-                                     types=types, backend=args.backend)
+                                     types=types, backend=args.backend, holdout=holdout)
+    attacks = None
+    if holdout is not None:
+        with steps.step("attacks"):
+            attacks = _release_attacks(args, original, avatars, holdout, types)
     part = table_part(
         original, avatars, name=Path(args.original).name, types=types, backend=args.backend,
-        privacy=privacy, progress=progress,
-        parameters={"original": args.original, "avatars": args.avatars, "ncp": args.ncp},
+        privacy=privacy, attacks=attacks, progress=progress,
+        parameters={"original": args.original, "avatars": args.avatars, "ncp": args.ncp,
+                    **({"holdout": args.holdout} if args.holdout else {})},
         language=args.language,
     )
     title = args.title or Translator(args.language)("Avatarization report")
     write_document(args.output, title, [part])
     _say(f"wrote the report to {args.output}")
-    _conclude(args, ga.release_verdict(privacy))
+    if attacks is not None:
+        _say(_attacks_line(attacks))
+    _conclude(args, ga.release_verdict(privacy, attacks))
     return 0
+
+
+def _release_attacks(args: argparse.Namespace, original: pd.DataFrame, avatars: pd.DataFrame,
+                     holdout: pd.DataFrame, types: dict[str, str]) -> Any:
+    """The attacks of ``avatarize --holdout`` on the release of these unshuffled avatars: in
+    its row order and with its attack seed, from the run's seed that their manifest records,
+    so that both commands give one verdict (without a manifest: as given, a fresh seed)."""
+    import gpu_avatar as ga
+
+    from ..metrics.holdout import attack_seed
+    from ..parameters import seed_sequence
+    from ..synthesis import shuffle_order
+
+    seed = recorded_seed(args.avatars)
+    if seed is not None:
+        order = shuffle_order(len(avatars), seed_sequence(seed))
+        avatars, seed = avatars.iloc[order].reset_index(drop=True), attack_seed(seed)
+    return ga.attack_metrics(original, avatars, holdout, types=types, seed=seed,
+                             backend=args.backend)
 
 
 def cmd_plan(args: argparse.Namespace, progress: bool) -> int:

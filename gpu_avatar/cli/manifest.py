@@ -75,3 +75,18 @@ def check_manifest(unshuffled: str | Path, original: pd.DataFrame,
             f"{made_from.get('path', 'unnamed')!r}): give the originals they were made from, "
             "read with the same options")
     return types
+
+
+def recorded_seed(unshuffled: str | Path) -> int | None:
+    """The seed of the run that the manifest next to ``unshuffled`` records (None without
+    one): it gives the release's row order (``synthesis.shuffle_order``) and its attacks'
+    seed (``metrics.holdout.attack_seed``), for ``report --holdout`` to measure the risks
+    that ``avatarize --holdout`` measured."""
+    path = manifest_path(unshuffled)
+    if not path.is_file():
+        return None
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["seed"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise AvatarError(f"{path}: not a readable manifest of unshuffled avatars ({error}); "
+                          "remove it or write it again with gpu-avatar avatarize") from None

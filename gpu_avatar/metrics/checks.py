@@ -182,23 +182,33 @@ def check_row_alignment(originals: Any, avatars: Any, backend: Backend) -> Align
     shuffled file."""
     test = alignment_test(originals, avatars, backend)
     if not test.aligned:
-        odds = (f"even {test.pairs} of {test.pairs} pairs closer as given would not reach "
-                f"{ALIGNMENT_LEVEL:g}: too few rows to tell a shuffled file"
-                if 0.5 ** test.pairs > ALIGNMENT_LEVEL else
-                f"a shuffled file does that as often (sign test p-value {test.p_value:.2g}, "
-                f"above {ALIGNMENT_LEVEL:g})")
-        raise FixableError(
-            "the avatars are not shown row-aligned with the originals: in "
-            f"{test.closer} of {test.pairs} pairs of rows they are closer to their originals "
-            f"as given than swapped, and {odds}; the privacy metrics need row i = avatar of "
-            "original row i, not the released (shuffled) avatars",
-            {
-                "python": "pass result.sensitive_unshuffled_avatars (or the file written by "
-                "--unshuffled-output); check_alignment=False skips the test for unshuffled "
-                "avatars it cannot tell (few rows, k close to the row count)",
-                "cli": "pass the unshuffled avatars written by gpu-avatar avatarize "
-                "--unshuffled-output; --no-alignment-check skips the test for unshuffled "
-                "avatars it cannot tell (few rows, k close to the row count)",
-            },
-        )
+        raise shuffled_error(test)
     return test
+
+
+def shuffled_error(test: AlignmentTest, then: str = "") -> FixableError:
+    """The error for avatars that ``test`` cannot tell from a shuffled file: that first, with
+    its fix (another file), then ``then``, another problem of the same avatars (their
+    columns), which the right file may not have."""
+    odds = (f"even {test.pairs} of {test.pairs} pairs closer as given would not reach "
+            f"{ALIGNMENT_LEVEL:g}: too few rows to tell a shuffled file"
+            if 0.5 ** test.pairs > ALIGNMENT_LEVEL else
+            f"a shuffled file does that as often (sign test p-value {test.p_value:.2g}, "
+            f"above {ALIGNMENT_LEVEL:g})")
+    lead = ("the avatars look like a released, shuffled file: on the columns both have, they "
+            "are" if then else "the avatars are")
+    then = f"; also, {then}" if then else ""
+    return FixableError(
+        f"{lead} not shown row-aligned with the originals: in "
+        f"{test.closer} of {test.pairs} pairs of rows they are closer to their originals "
+        f"as given than swapped, and {odds}; the privacy metrics need row i = avatar of "
+        "original row i, not the released (shuffled) avatars",
+        {
+            "python": "pass result.sensitive_unshuffled_avatars (or the file written by "
+            "--unshuffled-output); check_alignment=False skips the test for unshuffled "
+            "avatars it cannot tell (few rows, k close to the row count)" + then,
+            "cli": "pass the unshuffled avatars written by gpu-avatar avatarize "
+            "--unshuffled-output; --no-alignment-check skips the test for unshuffled "
+            "avatars it cannot tell (few rows, k close to the row count)" + then,
+        },
+    )

@@ -80,7 +80,15 @@ from ..parameters import (
 from ..projection.projection import Projection, projection_kind
 from . import matches
 from .catalogue import PRIVACY_TARGETS, metrics_frame
-from .checks import check_row_alignment, check_same_table, check_variables, released_part
+from .checks import (
+    ALIGNMENT_LEVEL,
+    alignment_test,
+    check_row_alignment,
+    check_same_table,
+    check_variables,
+    released_part,
+    shuffled_error,
+)
 from .reductions import DistanceRanks, distance_ranks
 from .timing import timed
 
@@ -189,6 +197,27 @@ def metric_coordinates(
     coordinates = projection.transform(encoded, ncp)
     projected = [projection.transform(encoder.transform(o[variables]), ncp) for o in others]
     return coordinates, projected, encoder
+
+
+def _refuse_shuffled(original: pd.DataFrame, avatars: Any, types: Mapping[Any, str],
+                     options: MetricOptions, backend: Any, problem: str) -> None:
+    """Avatars refused for ``problem`` (their columns, as a release lacks the dropped ones):
+    refused first as a shuffled file when the columns both have show them so, since the fix
+    is then another file (the unshuffled avatars), not the columns."""
+    if not isinstance(avatars, pd.DataFrame) or len(avatars) != len(original):
+        return
+    shared = [c for c in original.columns if c in avatars.columns]
+    try:
+        common = check_same_table(original[shared], avatars[shared], "unshuffled_avatars",
+                                  same_rows=True)
+        backend = resolve_backend(backend)
+        x, (y,), _ = metric_coordinates(original[shared], [common], options.ncp, types,
+                                        options.imputation, backend)
+    except AvatarError:  # nothing shared to test: the columns are the problem
+        return
+    test = alignment_test(x, y, backend)
+    if not test.aligned and 0.5 ** test.pairs <= ALIGNMENT_LEVEL:
+        raise shuffled_error(test, then=problem) from None
 
 
 def _matching_space(
@@ -327,7 +356,12 @@ def privacy_metrics(
         check_metric_columns(original, options, types)
     types, original, avatars, *held = released_part(
         types, original, to_pandas(unshuffled_avatars), *held)
-    avatars = check_same_table(original, avatars, "unshuffled_avatars", same_rows=True)
+    try:
+        avatars = check_same_table(original, avatars, "unshuffled_avatars", same_rows=True)
+    except AvatarError as error:
+        if options.check_alignment:
+            _refuse_shuffled(original, avatars, types, options, backend, str(error))
+        raise
     others = [avatars, *(check_same_table(original, h, "holdout", same_rows=False)
                          for h in held)]
     known, targets, chr_variables = check_metric_columns(original, options, types)  # the rest

@@ -23,6 +23,10 @@ MAX_PLOTTED_VARIABLES = 48  # distributions; the report says how many were left 
 MAX_CORRELATION_VARIABLES = 40
 MAX_SCATTER_POINTS = 5000  # per side, a fixed random sample above that
 MAX_MODALITIES = 15  # per categorical variable, the most frequent in the originals
+MAX_LABEL = 30  # characters of a modality's label; longer ones are cut (``_label``)
+# distributions, in inches: a plot's height, the gap under it for labels of up to 10
+# characters, and what each further character takes (45 degrees, 7 points)
+PLOT_HEIGHT, PLOT_GAP, LABEL_CHARACTER = 1.4, 1.0, 0.04
 LOCAL_CLOAKING_TARGET = PRIVACY_TARGETS["local_cloaking"].threshold
 
 
@@ -85,6 +89,32 @@ def projection_plot(
     return _figure(figure, "projection", caption, tr("projection of originals and avatars"))
 
 
+def _label(modality: str) -> str:
+    """A modality's tick label: whole up to ``MAX_LABEL`` characters (the plot leaves them
+    room), else cut in the middle, an ellipsis marking the cut: labels that share their
+    start (a family of modalities) stay apart by their ends."""
+    if len(modality) <= MAX_LABEL:
+        return modality
+    return modality[: MAX_LABEL - 10] + "\u2026" + modality[-9:]
+
+
+def _is_date(spec: Any) -> bool:
+    """A datetime column (typed, or text declared datetime): its values are seconds since
+    1970, drawn as dates."""
+    if spec.text is not None:
+        return spec.text.is_date
+    return pd.api.types.is_datetime64_any_dtype(spec.dtype)
+
+
+def _date_axis(axes: Any) -> None:
+    """Dates on ``axes``' x axis, its values in matplotlib's date numbers (days)."""
+    from matplotlib import dates
+
+    locator = dates.AutoDateLocator(minticks=2, maxticks=6)  # room for their labels
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator))
+
+
 def _frequencies(series: pd.Series, missing: str) -> pd.Series:
     counts = series.astype(object).where(series.notna(), missing).value_counts(normalize=True)
     counts.index = [str(v) for v in counts.index]
@@ -99,16 +129,34 @@ def distributions_plot(
     new_figure,
     tr: Translator,
 ) -> Figure:
-    """One small plot per variable: histograms (continuous) or frequencies, overlaid."""
+    """One small plot per variable: histograms (continuous; dates on a date axis) or
+    frequencies (categorical, labels whole up to ``MAX_LABEL`` characters), overlaid."""
+    from matplotlib.dates import date2num
+
     columns = list(encoder.columns_)
     shown = columns[:MAX_PLOTTED_VARIABLES]
     ncols = min(4, len(shown))
     nrows = -(-len(shown) // ncols)
-    height = 2.4 * nrows + 0.6
+    missing = tr("(missing)")
+    modalities = {}
+    for column in shown:
+        if encoder.specs_[column].kind != CONTINUOUS:
+            frequencies = pd.concat(
+                {"originals": _frequencies(original[column], missing),
+                 "avatars": _frequencies(avatars[column], missing)}, axis=1,
+            ).fillna(0.0)
+            frequencies = frequencies.sort_values("originals", ascending=False)
+            modalities[column] = frequencies.iloc[:MAX_MODALITIES]
+    longest = max((len(_label(m)) for f in modalities.values() for m in f.index), default=0)
+    room = LABEL_CHARACTER * max(0, longest - 10)  # the longest label's, below and left
+    gap = PLOT_GAP + room
+    height = nrows * (PLOT_HEIGHT + gap) + 0.5  # 0.6 above the plots, gap - 0.1 below
     figure = new_figure(3.1 * ncols, height, layout=None)  # constrained layout: seconds here
-    figure.subplots_adjust(left=0.04, right=0.99, bottom=0.9 / height, top=1 - 0.6 / height,
-                           wspace=0.25, hspace=0.75)
+    figure.subplots_adjust(left=0.04 + room / (3.1 * ncols), right=0.99,
+                           bottom=(gap - 0.1) / height,
+                           top=1 - 0.6 / height, wspace=0.25, hspace=gap / PLOT_HEIGHT)
     hellinger = signal.hellinger_per_variable if signal is not None else {}
+    epoch = date2num(np.datetime64("1970-01-01"))  # seconds since 1970: in days from it
     for index, column in enumerate(shown):
         axes = figure.add_subplot(nrows, ncols, index + 1)
         spec = encoder.specs_[column]
@@ -116,6 +164,9 @@ def distributions_plot(
             values = [encoder.continuous_values(spec, frame[column])
                       for frame in (original, avatars)]
             values = [v[~np.isnan(v)] for v in values]
+            if _is_date(spec):
+                values = [epoch + v / 86400.0 for v in values]
+                _date_axis(axes)
             pooled = np.concatenate(values)
             edges = np.histogram_bin_edges(pooled, bins=20) if pooled.size else 10
             for data, colour, label in zip(values, (ORIGINAL_COLOUR, AVATAR_COLOUR),
@@ -124,20 +175,14 @@ def distributions_plot(
                           histtype="stepfilled")
             axes.set_yticks([])
         else:
-            missing = tr("(missing)")
-            frequencies = pd.concat(
-                {"originals": _frequencies(original[column], missing),
-                 "avatars": _frequencies(avatars[column], missing)}, axis=1,
-            ).fillna(0.0)
-            frequencies = frequencies.sort_values("originals", ascending=False)
-            frequencies = frequencies.iloc[:MAX_MODALITIES]
+            frequencies = modalities[column]
             positions = np.arange(len(frequencies))
             for offset, colour, side in (
                 (-0.2, ORIGINAL_COLOUR, "originals"), (0.2, AVATAR_COLOUR, "avatars")
             ):
                 axes.bar(positions + offset, frequencies[side], width=0.4, color=colour,
                          alpha=0.85, label=tr(side))
-            axes.set_xticks(positions, [str(v)[:10] for v in frequencies.index], rotation=45,
+            axes.set_xticks(positions, [_label(v) for v in frequencies.index], rotation=45,
                             ha="right", fontsize=7)
         title = str(column)
         if str(column) in hellinger:

@@ -85,3 +85,20 @@ def test_originals_other_than_the_manifest_s_are_refused(avatarized, tmp_path, c
     (tmp_path / "unshuffled.csv.manifest.json").write_text("{not json")
     status, _, err = run_main(capsys, "metrics", avatarized / "aids.csv", broken, *TYPES)
     assert status == 1 and "not a readable manifest of unshuffled avatars" in err
+
+
+def test_a_release_with_dropped_columns_is_named_shuffled_before_its_columns(tmp_path, capsys):
+    """Issue #37: the released file lacks the dropped column; that it is the shuffled release,
+    and the file to give instead, come first."""
+    original = tmp_path / "aids.csv"
+    pd.read_csv(AIDS, sep=";").head(300).to_csv(original, index=False)
+    released = tmp_path / "released.csv"
+    status, _, err = run_main(capsys, "avatarize", original, released, "--seed", "1",
+                              "--types", "pidnum=identifier", "wtkg=dropped", "--quiet")
+    assert status == 0, err
+    status, out, err = run_main(capsys, "metrics", original, released,
+                                "--types", "pidnum=identifier", "--quiet")
+    assert status == 1 and out == ""
+    shuffled, fix = err.index("look like a released, shuffled file"), err.index(
+        "pass the unshuffled avatars written by gpu-avatar avatarize --unshuffled-output")
+    assert shuffled < fix < err.index("missing ['wtkg']")
