@@ -142,7 +142,7 @@ def reattach_method(declared: Any) -> str:
     return declared.partition(":")[2]
 
 
-KINDS_DOCUMENTED = "README.md, 'Columns: the plan'"
+KINDS_DOCUMENTED = "docs/guide/columns.md"
 
 
 def kinds_listed() -> str:
