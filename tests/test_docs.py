@@ -138,3 +138,17 @@ def test_site_builds_strictly(tmp_path):
         assert (site / page).is_file(), page
     assert "avatarize" in (site / "api" / "avatarization" / "index.html").read_text()
     shutil.rmtree(site)
+
+
+def test_readme_is_short_and_links_into_the_site():
+    """README.md (issue #38): at most 150 lines, its first code block the two commands CI runs,
+    and every relative link it makes names a file of the repository (docs/ pages read on GitHub)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    first = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert [line.split()[:2] for line in first] == [["make", "demo"], ["make", "test"]]
+    links = [link.split("#")[0] for link in re.findall(r"\]\(([^)]+)\)", text)
+             if "://" not in link]
+    assert any(link.startswith("docs/spec/") for link in links)
+    missing = [link for link in links if not (REPO / link).is_file()]
+    assert not missing, missing
