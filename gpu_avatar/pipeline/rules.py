@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..encoding.kinds import DROPPED
 from ..errors import FixableError
-from ..parameters import AvatarParameters, is_variable
+from ..parameters import AvatarParameters, column_kind, is_variable
 from ..rules import FixedCombinations, Neighbours, RuleSet, RulesResult
 
 _STREAM_RULES = 7  # the seed stream of the repairs' draws (batches.py uses 5-6)
@@ -57,7 +58,7 @@ class RulesRun:
     and the parameters it is avatarized with (its column plan)."""
 
     rules: RuleSet
-    originals: pd.DataFrame
+    originals: pd.DataFrame  # less the dropped columns, which no avatar holds
     encoded: pd.DataFrame
     parameters: AvatarParameters
 
@@ -72,7 +73,8 @@ class RulesRun:
         added = [c for c in types if c not in originals.columns]
         thresholds = {**{c: t for c, t in parameters.column_rare_modalities.items()
                          if c in encoded.columns}, **dict.fromkeys(added)}
-        return cls(rules, originals, encoded,
+        dropped = [c for c in originals.columns if column_kind(parameters.types.get(c)) == DROPPED]
+        return cls(rules, originals.drop(columns=dropped), encoded,
                    parameters.replace(types=types, column_rare_modalities=thresholds))
 
     def apply(self, unshuffled: pd.DataFrame, neighbours: Neighbours | None,

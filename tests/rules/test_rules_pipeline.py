@@ -81,6 +81,18 @@ def test_rules_may_name_variables_only(ruled):
                      rules=[R.Range("pidnum", 0, 10**7)])
 
 
+def test_a_dropped_column_stays_out_of_a_release_with_rules():
+    """The avatars of a dropped column's table have no such column to decode (#37)."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    df = pd.DataFrame({"a": a, "b": a + np.abs(rng.normal(size=200)),
+                       "c": rng.choice(list("xyz"), 200), "note": [f"n{i}" for i in range(200)]})
+    result = ga.avatarize(df, k=10, seed=0, types={"note": "dropped"},
+                          rules=[R.Inequality("a", "b")])
+    assert list(result.avatars.columns) == ["a", "b", "c"]
+    assert (result.avatars["a"] <= result.avatars["b"]).all()
+
+
 def test_fixed_combinations_refuse_to_release_modalities_grouped_as_rare(ruled):
     """The combinations are the originals': they would bring the grouped values back."""
     df, types = ruled
