@@ -418,7 +418,8 @@ class Derived(Encodable):
 
     def repair(self, avatars, originals, exempt, neighbours, rng):
         rows = np.flatnonzero(self.broken(avatars, originals, exempt))
-        values = self.values(avatars, originals).iloc[rows]
+        # computed on those rows alone, where it is never missing: at the column's dtype
+        values = self.values(avatars.iloc[rows], originals)
         return {self.column: replaced(avatars[self.column], rows, values)}
 
 

@@ -93,6 +93,21 @@ def test_a_dropped_column_stays_out_of_a_release_with_rules():
     assert (result.avatars["a"] <= result.avatars["b"]).all()
 
 
+def test_a_derived_flag_beside_missing_values_keeps_its_dtype():
+    """Where the expression is missing (hgb missing) the repair has nothing to write; the
+    rows it writes come at the column's dtype, so the metrics take the release (#37)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"hgb": rng.normal(13, 2, 300), "creat": rng.normal(1, 0.3, 300)})
+    df.loc[rng.choice(300, 5, replace=False), "hgb"] = np.nan
+    df.loc[rng.choice(300, 8, replace=False), "creat"] = np.nan
+    df["anemia"] = df["hgb"] < 12
+    result = ga.avatarize(df, k=10, seed=0, rules=[R.Derived("anemia", "hgb < 12")])
+    assert (result.avatars.dtypes == df.dtypes).all()
+    computed = result.avatars["hgb"] < 12
+    assert (result.avatars["anemia"] == computed)[result.avatars["hgb"].notna()].all()
+    assert result.privacy_metrics().hidden_rate is not None
+
+
 def test_fixed_combinations_refuse_to_release_modalities_grouped_as_rare(ruled):
     """The combinations are the originals': they would bring the grouped values back."""
     df, types = ruled
