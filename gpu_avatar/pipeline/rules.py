@@ -15,15 +15,13 @@ from ..encoding.kinds import DROPPED
 from ..errors import FixableError
 from ..parameters import AvatarParameters, column_kind, is_variable
 from ..rules import FixedCombinations, Neighbours, RuleSet, RulesResult
-
-_STREAM_RULES = 7  # the seed stream of the repairs' draws (batches.py uses 5-6)
+from ..streams import RULES, child
 
 
 def rules_seed(sequence: np.random.SeedSequence, step: int = 0) -> np.random.SeedSequence:
     """The seed of the repairs of a run (or of a batch) seeded by ``sequence``; ``step``: of
     its later applications (a database's after the relink)."""
-    return np.random.SeedSequence(sequence.entropy,
-                                  spawn_key=(*sequence.spawn_key, _STREAM_RULES, step))
+    return child(sequence, RULES, step)
 
 
 def refuse_non_variables(rules: RuleSet, types: Mapping[Any, str],
