@@ -83,6 +83,9 @@ class Entity:
     pseudonym: str  # its checked text form, ``pseudonym:STRATEGY...``
 
 
+_PLURALS = {"table": "tables", "link": "links", "entity": "entities"}
+
+
 class Database:
     """Tables and links to avatarize together (see ``avatarize_database``)."""
 
@@ -90,6 +93,20 @@ class Database:
         self.tables: dict[str, Table] = {}
         self.links: list[Link] = []
         self.entities: dict[str, Entity] = {}
+
+    def __repr__(self) -> str:
+        """The tables (rows x columns, primary key), links and entities: no data value."""
+        counts = [(len(self.tables), "table"), (len(self.links), "link"),
+                  (len(self.entities), "entity")]
+        lines = ["Database: " + (", ".join(f"{n} {word if n == 1 else _PLURALS[word]}"
+                                           for n, word in counts if n) or "no table")]
+        lines += [f"  table {t.name!r}: {len(t.data):,} rows x {t.data.shape[1]} columns, "
+                  f"primary key {t.primary_key!r}" for t in self.tables.values()]
+        lines += [f"  link {k.parent}.{k.parent_key} <- {k.child}.{k.foreign_key} ({k.method})"
+                  for k in self.links]
+        lines += [f"  entity {e.name!r}: " + ", ".join(f"{t}.{c}" for t, c in e.columns.items())
+                  for e in self.entities.values()]
+        return "\n".join(lines)
 
     @classmethod
     def from_sql(cls, url: Any, *args: Any, **options: Any) -> Database:

@@ -791,6 +791,21 @@ def test_arguments_are_checked_before_any_table_is_avatarized():
     assert calls == []  # refused up front, not after the parent's avatarization
 
 
+def test_a_database_prints_its_tables_and_links_and_no_value():
+    tables = load_tutorial()
+    db = tutorial_database(tables, "linear_sum_assignment")
+    assert repr(db) == (
+        "Database: 3 tables, 2 links\n"
+        "  table 'patient': 130 rows x 5 columns, primary key 'p_id'\n"
+        "  table 'doctor': 50 rows x 3 columns, primary key 'd_id'\n"
+        "  table 'visit': 300 rows x 5 columns, primary key 'visit_id'\n"
+        "  link patient.p_id <- visit.patient_id (linear_sum_assignment)\n"
+        "  link doctor.d_id <- visit.doctor_id (minimum_distance)")
+    one = ga.Database().add_table("doctor", tables["doctor"], primary_key="d_id")
+    assert str(one).splitlines()[0] == "Database: 1 table" and repr(ga.Database()) == (
+        "Database: no table")
+
+
 def test_table_declarations_are_checked_as_written():
     parent, child = small_tables()
     with pytest.raises(ga.AvatarTypeError, match="primary_key must be one column name, got"):
