@@ -319,6 +319,26 @@ def test_pdf_tables_break_no_word_and_pages_are_filled(french_pdfs, tmp_path):
             assert body.max() > len(grey) / 3, page.name
 
 
+def test_french_counts_numbers_and_metric_names(tmp_path):
+    """#37: "1 liens", "arrondi à 0.1" and the API's metric names in a French report."""
+    from gpu_avatar.metrics.catalogue import CATALOGUE
+    from gpu_avatar.report.language import FRENCH_METRICS, Translator
+
+    french, english = Translator("fr"), Translator("en")
+    assert [french.count(n, "link", "links") for n in (0, 1, 2)] == ["0 lien", "1 lien",
+                                                                     "2 liens"]
+    assert [english.count(n, "link", "links") for n in (0, 1)] == ["0 links", "1 link"]
+    assert ga.rules.Rounding("x", 0.1).describe("fr") == "x arrondi à 0,1"
+    assert ga.rules.Range("x", 0.5, 2).describe("fr") == "0,5 <= x <= 2"
+    assert set(FRENCH_METRICS) == set(CATALOGUE)
+    assert french.metric("inference (age)") == "inférence (age)"
+    df = pd.DataFrame({"x": np.arange(60.0) % 7, "y": np.arange(60) % 3})
+    path = ga.write_report(ga.avatarize(df, k=5, seed=0), tmp_path / "r.html", language="fr")
+    raw = [name for name in CATALOGUE
+           if re.search(rf"(?<![\w-]){name}(?![\w-])", path.read_text())]
+    assert not raw
+
+
 def test_every_report_text_has_its_french(evidence):
     """Every literal the report passes to the translator, every metric, attack and scenario
     of the catalogue, has a French text (a French report never falls back to English)."""
