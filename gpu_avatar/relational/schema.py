@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..encoding.kinds import check_structure
 from ..errors import AvatarError, AvatarTypeError, FixableError, error_context
 from ..parameters import LINK_METHODS, check_choice, check_flag, check_types, column_kind
 from ..rules import RuleSet, across_children
@@ -157,6 +158,7 @@ class Database:
             raise AvatarTypeError(
                 f"table {name!r}: expected a DataFrame, got {type(data).__name__}"
             )
+        check_structure(data, f"table {name!r}")
         if individual_level is not None:
             individual_level = check_flag(f"table {name!r}: individual_level", individual_level)
         if not isinstance(primary_key, Hashable):
@@ -409,18 +411,25 @@ class Database:
         data = {}
         for name, table in self.tables.items():
             if table.data.empty:
-                raise AvatarError(f"table {name!r} is empty")
+                raise FixableError(f"table {name!r} is empty: no row to avatarize", {
+                    "python": "add its rows, or leave it out of the database (no add_table)",
+                    "yaml": "give it rows, or leave it out of the file's tables",
+                    "cli": "give it rows, or leave it out (--tables: the others)"})
             key = table.data[table.primary_key]
-            if key.isna().any():
-                raise AvatarError(
-                    f"table {name!r}: primary key {table.primary_key!r} has "
-                    f"{int(key.isna().sum())} missing value(s)"
-                )
+            if key.isna().any():  # a row without a key can be neither linked nor released
+                raise FixableError(
+                    f"table {name!r}: primary key {table.primary_key!r} is missing in "
+                    f"{int(key.isna().sum())} row(s)", {
+                        "python": "give those rows a key, or drop them: "
+                                  f"data.dropna(subset=[{table.primary_key!r}])",
+                        "yaml": "give those rows a key, or delete them from the source",
+                        "cli": "give those rows a key, or delete them from the source"})
             duplicated = key[key.duplicated()].unique()
-            if len(duplicated):
+            if len(duplicated):  # the values themselves are a person's: never quoted
                 raise AvatarError(
                     f"table {name!r}: primary key {table.primary_key!r} is not unique "
-                    f"({len(duplicated)} repeated value(s), e.g. {duplicated[:_EXAMPLES].tolist()})"
+                    f"({len(duplicated)} repeated value(s)); name a unique key, or remove the "
+                    "repeated rows"
                 )
             data[name] = table.data
         for name in self.topological_order():
