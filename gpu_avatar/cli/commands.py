@@ -215,6 +215,8 @@ def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
                         help="no progress bars")
     parser.add_argument("--debug", action="store_true", default=default,
                         help="show tracebacks and log each step")
+    parser.add_argument("--overwrite", action="store_true", default=default,
+                        help="replace outputs that already exist (refused otherwise)")
 
 
 def _add_language(parser: argparse.ArgumentParser) -> None:
@@ -571,6 +573,12 @@ def _say(*parts: Any) -> None:
     print(*parts, flush=True)
 
 
+def _outputs(args: argparse.Namespace, inputs: dict[str, Any]) -> OutputPaths:
+    """The command's outputs, none of its ``inputs``; existing ones replaced if
+    ``--overwrite``."""
+    return OutputPaths(inputs, overwrite=args.overwrite)
+
+
 def _table_file(path: Path) -> None:
     """An output table's format, from its name (pyarrow installed for Parquet)."""
     from ..files import table_format
@@ -618,7 +626,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
             "privacy metrics of the evidence: add --report PATH or --holdout FILE"
         )
     advice_options = _advice_options(args)
-    paths = OutputPaths({"INPUT": args.input, "--holdout": args.holdout})
+    paths = _outputs(args, {"INPUT": args.input, "--holdout": args.holdout})
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
     manifest = unshuffled and paths.add("--unshuffled-output", manifest_path(unshuffled))
@@ -691,7 +699,7 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     if Path(args.input).suffix.lower() in YAML_SUFFIXES:
         return _advise_database(args, progress)
     options, settings = _advice_options(args), _settings(args)
-    output = OutputPaths({"INPUT": args.input, "--holdout": args.holdout}).add(
+    output = _outputs(args, {"INPUT": args.input, "--holdout": args.holdout}).add(
         "--output", args.output, _frame_format)
     df = read_input(args.input, args).frame
     holdout = None
@@ -730,7 +738,7 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
                          "these per table (tables: {TABLE: {types: ..., column_weights: ..., "
                          "sep: ...}})")
     options, settings = _advice_options(args, DATABASE_TARGETS), _settings(args)
-    output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
+    output = _outputs(args, {"INPUT": args.input}).add("--output", args.output, _frame_format)
     config = load_database_config(args.input)
     advice = ga.advise_database(
         config.database, parameters=config.parameters.replace(**settings),
@@ -822,7 +830,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
     from ..progress import Steps
 
-    output = OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
+    output = _outputs(args, {"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
         "--output", args.output, _frame_format)
     steps = Steps(progress, "gpu-avatar metrics", total=3)
     with steps.step("read"):
@@ -850,7 +858,7 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..report import report_format, table_part, write_document
     from ..report.language import Translator
 
-    OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
+    _outputs(args, {"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
         "--output", args.output, report_format)
     steps = Steps(progress, "gpu-avatar report", total=2)
     with steps.step("read"):
@@ -971,7 +979,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         parse_url(args.output)  # a malformed URL is refused before any work
     elif args.output_schema:
         raise UsageError("--output-schema goes with a database URL output, not a folder")
-    paths = OutputPaths({} if looks_like_url(args.source) else {"SOURCE": args.source})
+    paths = _outputs(args, {} if looks_like_url(args.source) else {"SOURCE": args.source})
     output = None if to_database else paths.add("OUTPUT", args.output, folder=True)
     report = None
     if not args.no_report and (args.report or output is not None):
@@ -1035,7 +1043,7 @@ def cmd_split(args: argparse.Namespace, progress: bool) -> int:
 
     from ..files import write_table
 
-    paths = OutputPaths({"INPUT": args.input})
+    paths = _outputs(args, {"INPUT": args.input})
     training_path = paths.add("TRAINING", args.training, _table_file)
     holdout_path = paths.add("HOLDOUT", args.holdout, _table_file)
     table = read_input(args.input, args)
@@ -1070,7 +1078,7 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
 
     from ..progress import Steps
 
-    output = OutputPaths({"ORIGINAL": args.original, "AVATARS": args.avatars,
+    output = _outputs(args, {"ORIGINAL": args.original, "AVATARS": args.avatars,
                           "--holdout": args.holdout}).add("--output", args.output, _frame_format)
     with Steps(progress, "gpu-avatar attacks", total=1).step("read"):
         original = read_input(args.original, args).frame

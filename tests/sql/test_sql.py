@@ -461,11 +461,11 @@ def test_the_command_line_names_keys_and_tables_of_a_url(tmp_path):
                       "t=code", "--no-report")
     assert process.returncode == 0, process.stderr
     assert sorted(p.name for p in out.iterdir()) == ["summary.txt", "t.csv"]
-    process = run_cli("database", url, out, "--tables", "t")
+    process = run_cli("database", url, out, "--tables", "t", "--overwrite")
     assert process.returncode == 1 and "table 't' has no primary key" in process.stderr
     config = tmp_path / "c.yaml"
     config.write_text("tables:\n  t: {path: t.csv, primary_key: code}\n")
-    process = run_cli("database", config, out, "--schema", "public")
+    process = run_cli("database", config, out, "--schema", "public", "--overwrite")
     assert process.returncode == 2 and "--schema go with a database URL source" in process.stderr
 
 
