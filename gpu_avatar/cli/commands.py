@@ -34,6 +34,8 @@ succeeds, or none (``gpu_avatar.outputs``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import math
@@ -267,7 +269,8 @@ def _date_format(args: argparse.Namespace) -> str | dict[str, str] | None:
 
 def read_input(path: str | Path, args: argparse.Namespace):
     """A table file read as the options say (``files.read_table_file``); how it was read is
-    printed once the command succeeds (a failure prints its one error line alone)."""
+    printed once the command succeeds, before its results (a failure prints its one error
+    line alone)."""
     from ..files import read_table_file
 
     table = read_table_file(path, sep=args.sep, decimal=args.decimal, encoding=args.encoding,
@@ -1147,9 +1150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.showwarning = _show_warning
         try:
             args.tables_read, args.verdict = [], None
-            status = args.handler(args, _progress_wanted(args))
-            for table in args.tables_read:
-                _say(table.summary())
+            results = io.StringIO()  # said after how the inputs were read, once they succeed
+            try:
+                with contextlib.redirect_stdout(results):
+                    status = args.handler(args, _progress_wanted(args))
+                for table in args.tables_read:
+                    _say(table.summary())
+            finally:
+                print(results.getvalue(), end="", flush=True)
             for line in args.verdict.lines() if args.verdict is not None else ():
                 _say(line)
             return status

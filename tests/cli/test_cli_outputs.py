@@ -111,6 +111,13 @@ def test_an_existing_output_is_replaced_only_with_overwrite(table, tmp_path, cap
     assert len(pd.read_csv(output)) == 120
 
 
+def test_how_the_input_was_read_comes_before_the_results(table, tmp_path, capsys):
+    """#37: piped, the read summary came after the results."""
+    assert main(["avatarize", str(table), str(tmp_path / "a.csv"), "--k", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("read in.csv: 120 rows, 3 columns") and out.index("wrote 120") > 0
+
+
 def _fail_writing_the_report(monkeypatch):
     """The report's HTML holds a character UTF-8 cannot encode: writing it, the last write of
     the run, fails once its file is open."""
