@@ -275,6 +275,8 @@ def read_input(path: str | Path, args: argparse.Namespace):
 
     table = read_table_file(path, sep=args.sep, decimal=args.decimal, encoding=args.encoding,
                             date_format=_date_format(args))
+    if table.frame.empty:
+        raise AvatarError(f"{path} holds no row, its header only: give a file with rows")
     args.tables_read.append(table)
     return table
 

@@ -118,6 +118,13 @@ def test_how_the_input_was_read_comes_before_the_results(table, tmp_path, capsys
     assert out.startswith("read in.csv: 120 rows, 3 columns") and out.index("wrote 120") > 0
 
 
+def test_a_header_only_file_is_refused_naming_it(tmp_path, capsys):
+    (tmp_path / "header.csv").write_text("x,y,c\n")
+    status, error = run(capsys, "avatarize", tmp_path / "header.csv", tmp_path / "a.csv")
+    assert status == 1 and error == (f"gpu-avatar: error: {tmp_path / 'header.csv'} holds no "
+                                     "row, its header only: give a file with rows\n")
+
+
 def _fail_writing_the_report(monkeypatch):
     """The report's HTML holds a character UTF-8 cannot encode: writing it, the last write of
     the run, fails once its file is open."""
