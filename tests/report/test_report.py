@@ -176,6 +176,8 @@ def evidence():
 
 
 def test_pdf_report_in_french_has_pages_words_and_a_first_page(evidence, tmp_path):
+    from gpu_avatar.report.language import FRENCH_METRICS
+
     result, advice, attacks = evidence
     path = ga.write_report(result, tmp_path / "rapport.pdf", name="AIDS", language="fr",
                            advice=advice, attacks=attacks)
@@ -187,12 +189,14 @@ def test_pdf_report_in_french_has_pages_words_and_a_first_page(evidence, tmp_pat
     text = subprocess.run([_poppler("pdftotext"), "-layout", path, "-"], capture_output=True,
                           text=True, check=True).stdout
     assert text.count("\f") >= pages - 1  # one form feed between pages
-    for metric in [*PRIVACY_TARGETS, *SIGNAL_TARGETS]:
-        assert metric in text, metric
+    for metric in [*PRIVACY_TARGETS, *SIGNAL_TARGETS]:  # in French words, not the API's
+        assert not re.search(rf"(?<![\w-]){metric}(?![\w-])", text), metric
+    for metric in ("hidden_rate", "local_cloaking", "hellinger_mean"):
+        assert FRENCH_METRICS[metric] in text, metric
     for words in ("Paramètres de l'exécution", "Métriques de confidentialité",
                   "Métriques de signal", "Conseil de paramètres", "Risques mesurés par attaques",
-                  "conforme", "k = 20 (recommandé)", "singling_out_multivariate",
-                  "linkability", "inference (cd40)", "intervalle", "page 2"):
+                  "conforme", "k = 20 (recommandé)", "isolement multivarié",
+                  "liaison", "inférence (cd40)", "intervalle", "page 2"):
         assert words in text, words
     for english in ("Privacy metrics", "Run parameters", "Attack-based risks", "originals"):
         assert english not in text, english
