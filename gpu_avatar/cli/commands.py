@@ -1114,7 +1114,11 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
 def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
     from ..demo import run_demo
 
-    run_demo(check_output("OUTPUT_DIR", args.output_dir, folder=True), progress=progress)
+    output = check_output("OUTPUT_DIR", args.output_dir, folder=True)
+    if not args.overwrite and output.is_dir() and any(output.iterdir()):
+        raise AvatarError(f"OUTPUT_DIR {output} is not empty: pass --overwrite to replace the "
+                          "demo's files there, or choose another folder")
+    run_demo(output, progress=progress)
     return 0
 
 

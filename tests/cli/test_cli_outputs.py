@@ -109,6 +109,10 @@ def test_an_existing_output_is_replaced_only_with_overwrite(table, tmp_path, cap
     assert run(capsys, "--overwrite", "avatarize", table, output, "--k", "5")[0] == 0
     assert run(capsys, "avatarize", table, output, "--k", "5", "--overwrite")[0] == 0
     assert len(pd.read_csv(output)) == 120
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "summary.txt").write_text("first run\n")
+    status, error = run(capsys, "demo", tmp_path / "demo")
+    assert status == 1 and "OUTPUT_DIR" in error and "pass --overwrite" in error
 
 
 def test_how_the_input_was_read_comes_before_the_results(table, tmp_path, capsys):
