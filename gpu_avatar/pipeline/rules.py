@@ -40,6 +40,13 @@ def refuse_non_variables(rules: RuleSet, types: Mapping[Any, str],
                     "command line)")
 
 
+def without_dropped(originals: pd.DataFrame, types: Mapping[Any, str]) -> pd.DataFrame:
+    """``originals`` less the columns declared dropped, which no avatar holds: what the
+    rules check the avatars against."""
+    return originals.drop(columns=[c for c in originals.columns
+                                   if column_kind(types.get(c)) == DROPPED])
+
+
 def joined_neighbours(parts: list[Neighbours], batches: list[np.ndarray]) -> Neighbours:
     """The neighbours of batches (positions in their batch) as one table's (row positions of
     the whole table, rows in the input's order)."""
@@ -71,8 +78,7 @@ class RulesRun:
         added = [c for c in types if c not in originals.columns]
         thresholds = {**{c: t for c, t in parameters.column_rare_modalities.items()
                          if c in encoded.columns}, **dict.fromkeys(added)}
-        dropped = [c for c in originals.columns if column_kind(parameters.types.get(c)) == DROPPED]
-        return cls(rules, originals.drop(columns=dropped), encoded,
+        return cls(rules, without_dropped(originals, parameters.types), encoded,
                    parameters.replace(types=types, column_rare_modalities=thresholds))
 
     def apply(self, unshuffled: pd.DataFrame, neighbours: Neighbours | None,
