@@ -255,13 +255,13 @@ def test_the_command_line_takes_a_rules_file(tmp_path, ruled, capsys):
     assert (out["end"] > out["entry"]).all() and out["wtkg"].between(30, 160).all()
     rules.write_text("- {rule: inequality, low: end, high: entry}\n")
     status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
-                              "--k", 10, "--seed", 0, "--rules", rules)
+                              "--k", 10, "--seed", 0, "--rules", rules, "--overwrite")
     assert status != 0
     assert "rule 'end <= entry' (inequality): 2139 of the 2139" in err
     assert "add keep_exceptions: true to the rule's entry" in err
     rules.write_text("- {rule: inequality, low: entry}\n")
     status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
-                              "--rules", rules)
+                              "--rules", rules, "--overwrite")
     assert status != 0 and f"{rules}: rules[0] (inequality): missing key(s) ['high']" in err
 
 
