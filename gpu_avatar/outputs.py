@@ -151,12 +151,15 @@ def check_output(name: str, path: PathLike, format: Callable[[Path], Any] | None
 
 
 class OutputPaths:
-    """The outputs of one run, each checked by ``check_output`` when added and refused when
-    it is also an input or another output."""
+    """The outputs of one command, each checked by ``check_output`` when added and refused
+    when it is also an input or another output, or an existing file unless ``overwrite``
+    (``--overwrite``: a second run must not replace the first's files without a word)."""
 
-    def __init__(self, inputs: Mapping[str, PathLike | None] | None = None) -> None:
+    def __init__(self, inputs: Mapping[str, PathLike | None] | None = None, *,
+                 overwrite: bool) -> None:
         self.inputs: dict[Path, str] = {}
         self.outputs: dict[Path, str] = {}
+        self.overwrite = overwrite
         self.add_inputs(inputs or {})
 
     def add_inputs(self, inputs: Mapping[str, PathLike | None]) -> None:
@@ -173,6 +176,9 @@ class OutputPaths:
             return None
         path = check_output(name, path, format, folder=folder)
         self._refuse({**self.inputs, **self.outputs}, name, path)
+        if not (folder or self.overwrite) and path.exists():
+            raise AvatarError(f"{name} {path} already exists: pass --overwrite to replace it, "
+                              "or choose another path")
         self.outputs[path.resolve()] = name
         return path
 

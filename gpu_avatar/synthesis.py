@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import parallel
+from . import parallel, streams
 from .backend import Backend
 from .errors import AvatarError
 from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
-_STREAM_WEIGHTS, _STREAM_DRAWS, _STREAM_SHUFFLE, _STREAM_CALIBRATION = 0, 1, 2, 3
 
 
 def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> np.random.Generator:
-    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, stream, block))
-    return np.random.default_rng(child)
+    return np.random.default_rng(streams.child(seed, stream, block))
 
 
 def random_weights(
@@ -56,7 +54,7 @@ def random_weights(
 
     def block(start: int) -> None:  # divisors row by row: a block's own, cache-sized
         stop = min(start + RANDOM_BLOCK, b)
-        rng = _block_generator(seed, _STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK)
+        rng = _block_generator(seed, streams.WEIGHTS, (first_row + start) // RANDOM_BLOCK)
         exponential = rng.exponential(1.0, size=(stop - start, k))
         ranks = random_ranks(rng.random((stop - start, k - 1)))
         raw = exponential * halves[ranks] / divisors(distances[start:stop], zero_distance)
@@ -94,7 +92,7 @@ def draw_uniforms(
 
     def block(start: int) -> None:
         stop = min(start + RANDOM_BLOCK, n_rows)
-        rng = _block_generator(seed, _STREAM_DRAWS, (first_row + start) // RANDOM_BLOCK)
+        rng = _block_generator(seed, streams.DRAWS, (first_row + start) // RANDOM_BLOCK)
         out[start:stop] = rng.random((stop - start, n_columns))
 
     parallel.on_threads(block, range(0, n_rows, RANDOM_BLOCK))
@@ -103,7 +101,7 @@ def draw_uniforms(
 
 def shuffle_order(n_rows: int, seed: np.random.SeedSequence) -> np.ndarray:
     """The permutation that turns unshuffled avatars into the released order."""
-    return _block_generator(seed, _STREAM_SHUFFLE, 0).permutation(n_rows)
+    return _block_generator(seed, streams.SHUFFLE, 0).permutation(n_rows)
 
 
 def calibration_uniforms(
@@ -111,7 +109,7 @@ def calibration_uniforms(
 ) -> np.ndarray:
     """Uniform numbers in (0, 1], (variables, rows), for the draws of the calibration of
     shares (``pipeline/calibration.py``)."""
-    uniforms = _block_generator(seed, _STREAM_CALIBRATION, 0).random((n_variables, n_rows))
+    uniforms = _block_generator(seed, streams.CALIBRATION, 0).random((n_variables, n_rows))
     return np.subtract(1.0, uniforms, out=uniforms)  # in place: no second array
 
 

@@ -95,18 +95,21 @@ def _random_ranks(uniforms):
 
 
 @njit(cache=True)
-def _quotas(held, drawn, floor):
+def _quotas(held, drawn, floor, exact):
     """Each value's count after calibration: its original count when held by at least
-    ``floor`` rows; a rarer one's at most, never above its drawn count; the rows left over
-    shared among the common values by their counts (largest remainders, the first of
-    equals)."""
+    ``floor`` rows, and for value ``exact`` (missing cells; -1: none) however rare; a rarer
+    one's at most, never above its drawn count; the rows left over shared among the common
+    values by their counts (largest remainders, the first of equals)."""
     m = held.shape[0]
     quota = np.zeros(m, np.int64)
     remainders = np.full(m, -1.0)  # a rare value never takes a row left over
     free = held.sum()
     common = 0
     for v in range(m):
-        if held[v] < floor:
+        if v == exact:
+            quota[v] = held[v]
+            free -= quota[v]
+        elif held[v] < floor:
             quota[v] = min(held[v], drawn[v])
             free -= quota[v]
         else:
@@ -115,10 +118,10 @@ def _quotas(held, drawn, floor):
         return drawn.copy()  # nothing may be raised
     left = free
     for v in range(m):
-        if held[v] >= floor:
-            exact = held[v] * free / common
-            quota[v] = np.int64(np.floor(exact))
-            remainders[v] = exact - quota[v]
+        if held[v] >= floor and v != exact:
+            share = held[v] * free / common
+            quota[v] = np.int64(np.floor(share))
+            remainders[v] = share - quota[v]
             left -= quota[v]
     for _ in range(left):  # the largest remainders, the first of equals (m is small)
         best = 0
@@ -131,9 +134,10 @@ def _quotas(held, drawn, floor):
 
 
 @njit(cache=True, nogil=True)
-def calibration_candidates(original, avatars, m, neighbours, weights, uniforms, floor):
+def calibration_candidates(original, avatars, m, neighbours, weights, uniforms, floor, exact):
     """One variable of ``pipeline/calibration.py``'s re-decision (no GIL held: the variables
-    run on threads): each value's ``need`` (its quota less its drawn count), and the candidate
+    run on threads): each value's ``need`` (its quota less its drawn count; value ``exact``
+    gets its original count, -1: none), and the candidate
     changes (``rows``, new ``values``) with their sort ``keys``: an avatar holding a value
     above its quota may change to a value below its quota that one of its neighbours holds,
     with weight its likelihood ratio (the new value's summed neighbour weight over the old
@@ -145,7 +149,7 @@ def calibration_candidates(original, avatars, m, neighbours, weights, uniforms, 
     for i in range(n):
         held[original[i]] += 1
         drawn[avatars[i]] += 1
-    need = _quotas(held, drawn, floor) - drawn
+    need = _quotas(held, drawn, floor, exact) - drawn
     bound = 0  # the candidate changes, at most
     if need.max() > 0:
         for i in range(n):

@@ -157,7 +157,7 @@ def test_read_only_outputs_and_folders_are_refused(tmp_path):
 
 
 def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
-    paths = OutputPaths({"INPUT": tmp_path / "in.csv", "--holdout": None})
+    paths = OutputPaths({"INPUT": tmp_path / "in.csv", "--holdout": None}, overwrite=False)
     paths.add("OUTPUT", tmp_path / "out.csv")
     with pytest.raises(ga.AvatarError, match="^SECOND .*out.csv is also OUTPUT"):
         paths.add("SECOND", tmp_path / "." / "out.csv")

@@ -40,6 +40,8 @@ succeeds, or none (``gpu_avatar.outputs``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import math
@@ -252,6 +254,8 @@ def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
                         help="no progress bars")
     parser.add_argument("--debug", action="store_true", default=default,
                         help="show tracebacks and log each step")
+    parser.add_argument("--overwrite", action="store_true", default=default,
+                        help="replace outputs that already exist (refused otherwise)")
 
 
 def _add_language(parser: argparse.ArgumentParser) -> None:
@@ -334,13 +338,16 @@ def _na_values(args: argparse.Namespace) -> list[str] | dict[str, list[str]] | N
 
 def read_input(path: str | Path, args: argparse.Namespace):
     """A table file read as the options say (``files.read_table_file``); how it was read is
-    printed once the command succeeds (a failure prints its one error line alone)."""
+    printed once the command succeeds, before its results (a failure prints its one error
+    line alone)."""
     from ..files import check_encoding, read_table_file
 
     if args.output_encoding:  # refused before the work, not after it
         check_encoding(args.output_encoding, "--output-encoding")
     table = read_table_file(path, sep=args.sep, decimal=args.decimal, encoding=args.encoding,
                             date_format=_date_format(args), na_values=_na_values(args))
+    if table.frame.empty:
+        raise AvatarError(f"{path} holds no row, its header only: give a file with rows")
     args.tables_read.append(table)
     return table
 
@@ -671,6 +678,12 @@ def _say(*parts: Any) -> None:
     print(*parts, flush=True)
 
 
+def _outputs(args: argparse.Namespace, inputs: dict[str, Any]) -> OutputPaths:
+    """The command's outputs, none of its ``inputs``; existing ones replaced if
+    ``--overwrite``."""
+    return OutputPaths(inputs, overwrite=args.overwrite)
+
+
 def _table_file(path: Path) -> None:
     """An output table's format, from its name (pyarrow installed for Parquet)."""
     from ..files import table_format
@@ -723,7 +736,7 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
             "privacy metrics of the evidence: add --report PATH or --holdout FILE"
         )
     advice_options = _advice_options(args)
-    paths = OutputPaths({"INPUT": args.input, "--holdout": args.holdout})
+    paths = _outputs(args, {"INPUT": args.input, "--holdout": args.holdout})
     output = paths.add("OUTPUT", args.output, _table_file)
     unshuffled = paths.add("--unshuffled-output", args.unshuffled_output, _table_file)
     manifest = unshuffled and paths.add("--unshuffled-output", manifest_path(unshuffled))
@@ -868,7 +881,7 @@ def cmd_advise(args: argparse.Namespace, progress: bool) -> int:
     if Path(args.input).suffix.lower() in YAML_SUFFIXES:
         return _advise_database(args, progress)
     options, settings = _advice_options(args), _settings(args)
-    output = OutputPaths({"INPUT": args.input, "--holdout": args.holdout}).add(
+    output = _outputs(args, {"INPUT": args.input, "--holdout": args.holdout}).add(
         "--output", args.output, _frame_format)
     df = read_input(args.input, args).frame
     holdout = None
@@ -907,7 +920,7 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
                          "these per table (tables: {TABLE: {types: ..., column_weights: ..., "
                          "sep: ...}})")
     options, settings = _advice_options(args, DATABASE_TARGETS), _settings(args)
-    output = OutputPaths({"INPUT": args.input}).add("--output", args.output, _frame_format)
+    output = _outputs(args, {"INPUT": args.input}).add("--output", args.output, _frame_format)
     config = load_database_config(args.input)
     database_types(args.types, config.database)
     advice = ga.advise_database(
@@ -1009,7 +1022,7 @@ def cmd_metrics(args: argparse.Namespace, progress: bool) -> int:
 
     from ..progress import Steps
 
-    output = OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
+    output = _outputs(args, {"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars}).add(
         "--output", args.output, _frame_format)
     steps = Steps(progress, "gpu-avatar metrics", total=3)
     with steps.step("read"):
@@ -1037,8 +1050,8 @@ def cmd_report(args: argparse.Namespace, progress: bool) -> int:
     from ..report import report_format, table_part, write_document
     from ..report.language import Translator
 
-    OutputPaths({"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars,
-                 "--holdout": args.holdout}).add("--output", args.output, report_format)
+    _outputs(args, {"ORIGINAL": args.original, "UNSHUFFLED_AVATARS": args.avatars,
+                    "--holdout": args.holdout}).add("--output", args.output, report_format)
     steps = Steps(progress, "gpu-avatar report", total=2 + bool(args.holdout))
     with steps.step("read"):
         original, avatars, types, holdout = _read_pair(args)
@@ -1091,8 +1104,8 @@ def cmd_plan(args: argparse.Namespace, progress: bool) -> int:
     from ..sql.connection import looks_like_url
 
     source = Path(args.source)
-    output = None if args.output is None else OutputPaths(
-        {} if looks_like_url(args.source) else {"SOURCE": args.source}).add(
+    output = None if args.output is None else _outputs(
+        args, {} if looks_like_url(args.source) else {"SOURCE": args.source}).add(
         "--output", args.output)
     if looks_like_url(args.source) or source.is_dir() or source.suffix.lower() in YAML_SUFFIXES:
         proposed = ga.plan(args.source)
@@ -1211,7 +1224,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
         parse_url(args.output)  # a malformed URL is refused before any work
     elif args.output_schema:
         raise UsageError("--output-schema goes with a database URL output, not a folder")
-    paths = OutputPaths({} if looks_like_url(args.source) else {"SOURCE": args.source})
+    paths = _outputs(args, {} if looks_like_url(args.source) else {"SOURCE": args.source})
     output = None if to_database else paths.add("OUTPUT", args.output, folder=True)
     report = None
     if not args.no_report and (args.report or output is not None):
@@ -1279,7 +1292,7 @@ def cmd_split(args: argparse.Namespace, progress: bool) -> int:
 
     from ..files import write_table
 
-    paths = OutputPaths({"INPUT": args.input})
+    paths = _outputs(args, {"INPUT": args.input})
     training_path = paths.add("TRAINING", args.training, _table_file)
     holdout_path = paths.add("HOLDOUT", args.holdout, _table_file)
     table = read_input(args.input, args)
@@ -1314,7 +1327,7 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
 
     from ..progress import Steps
 
-    output = OutputPaths({"ORIGINAL": args.original, "AVATARS": args.avatars,
+    output = _outputs(args, {"ORIGINAL": args.original, "AVATARS": args.avatars,
                           "--holdout": args.holdout}).add("--output", args.output, _frame_format)
     with Steps(progress, "gpu-avatar attacks", total=1).step("read"):
         original = read_input(args.original, args).frame
@@ -1345,7 +1358,11 @@ def cmd_attacks(args: argparse.Namespace, progress: bool) -> int:
 def cmd_demo(args: argparse.Namespace, progress: bool) -> int:
     from ..demo import run_demo
 
-    run_demo(check_output("OUTPUT_DIR", args.output_dir, folder=True), progress=progress)
+    output = check_output("OUTPUT_DIR", args.output_dir, folder=True)
+    if not args.overwrite and output.is_dir() and any(output.iterdir()):
+        raise AvatarError(f"OUTPUT_DIR {output} is not empty: pass --overwrite to replace the "
+                          "demo's files there, or choose another folder")
+    run_demo(output, progress=progress)
     return 0
 
 
@@ -1383,9 +1400,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.showwarning = _show_warning
         try:
             args.tables_read, args.verdict = [], None
-            status = args.handler(args, _progress_wanted(args))
-            for table in args.tables_read:
-                _say(table.summary())
+            results = io.StringIO()  # said after how the inputs were read, once they succeed
+            try:
+                with contextlib.redirect_stdout(results):
+                    status = args.handler(args, _progress_wanted(args))
+                for table in args.tables_read:
+                    _say(table.summary())
+            finally:
+                print(results.getvalue(), end="", flush=True)
             for line in args.verdict.lines() if args.verdict is not None else ():
                 _say(line)
             return status

@@ -54,12 +54,14 @@ from ..streaming.source import open_source
 from ..streaming.store import Store
 from .cluster import (
     RETRIES,
+    Refused,
     client_for,
     cluster_workers,
     distributed_module,
     failure_text,
     on_worker,
     task_resources,
+    unrefused,
 )
 
 DYING = "its workers kept dying, most often over their memory limit"
@@ -98,7 +100,7 @@ class DaskScheduler:
         futures = [self._submit(f"{step}-{self.maps}-{i:05d}", function, item, *shared)
                    for i, item in enumerate(items)]
         try:
-            return self.client.gather(futures)
+            return [unrefused(value) for value in self.client.gather(futures)]
         except distributed.KilledWorker as error:
             raise AvatarError(f"a {step} task failed, {DYING} ({failure_text(error)}): give "
                               "the workers more memory") from error
@@ -126,6 +128,9 @@ class DaskScheduler:
                     summary = future.result()
                 except Exception as error:
                     raise self._error(task, context, error) from error
+                if isinstance(summary, Refused):  # upstream: the fit's
+                    raise batch_error(self.first if summary.upstream else task, summary.error,
+                                      self.location, fit=summary.upstream) from summary.error
                 done(task, summary)
                 future.release()
         finally:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BackendUnavailableError, failure_text, import_extra  # noqa: F401
+from ..errors import AvatarError, BackendUnavailableError, failure_text, import_extra  # noqa: F401
 
 GPU = "GPU"  # the worker resource a GPU task asks for (one per worker)
-RETRIES = 2  # a task run again after a failure (a lost worker), by default
+RETRIES = 2  # a task run again after a failure (a lost worker), by default; not a refusal
 
 
 def distributed_module():
@@ -48,12 +49,33 @@ def gpu_cluster(**settings: Any):
     return dask_cuda.LocalCUDACluster(**settings)
 
 
+@dataclass(frozen=True)
+class Refused:
+    """What a task returns instead of raising an ``AvatarError``: a refusal comes again on
+    every run, so Dask must not retry it (``RETRIES`` times, a traceback each);
+    ``upstream``: the refusal of a task this one took as an argument, passed on."""
+
+    error: AvatarError
+    upstream: bool = False
+
+
+def unrefused(value: Any) -> Any:
+    """A task's result, its refusal raised."""
+    if isinstance(value, Refused):
+        raise value.error
+    return value
+
+
 def on_worker(function: Callable, *arguments: Any) -> Any:
     """Run ``function`` in a Dask task with the CPU kernels' thread pool
     (``parallel.thread_count``, which reads numba's count) on as many threads as the worker has
-    (not on every core of the machine, in every worker)."""
+    (not on every core of the machine, in every worker); an ``AvatarError`` is returned as
+    ``Refused``, and so is an argument's refusal."""
     import numba
 
+    refused = next((a for a in arguments if isinstance(a, Refused)), None)
+    if refused is not None:
+        return Refused(refused.error, upstream=True)
     distributed = distributed_module()
     try:
         threads = distributed.get_worker().state.nthreads
@@ -63,6 +85,8 @@ def on_worker(function: Callable, *arguments: Any) -> Any:
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     try:
         return function(*arguments)
+    except AvatarError as error:
+        return Refused(error)
     finally:
         numba.set_num_threads(before)
 

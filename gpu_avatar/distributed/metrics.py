@@ -48,6 +48,7 @@ from .cluster import (
     failure_text,
     on_worker,
     task_resources,
+    unrefused,
 )
 
 REGIONS_PER_WORKER = 4  # enough to balance the regions' unequal costs
@@ -133,7 +134,7 @@ class _Tasks:
         for future in distributed_module().as_completed(futures):
             label, merge = self.labels[future]
             try:
-                result = future.result()
+                result = unrefused(future.result())
             except Exception as error:
                 raise AvatarError(f"{label} failed: {failure_text(error)}") from error
             merge(*result)

@@ -99,7 +99,7 @@ def detect_kind(series: pd.Series) -> str:
 
 
 def check_structure(df: Any, argument: str = "the table") -> None:
-    """A DataFrame with uniquely named columns (what any chunk of a table must be)."""
+    """A DataFrame with uniquely named, dense columns (what any chunk of a table must be)."""
     if not isinstance(df, pd.DataFrame):
         module = type(df).__module__.split(".")[0]
         origin = "" if module in ("builtins", "numpy", "pandas") else f" of {module}"
@@ -110,7 +110,12 @@ def check_structure(df: Any, argument: str = "the table") -> None:
         )
     duplicated = df.columns[df.columns.duplicated()].unique().tolist()
     if duplicated:
-        raise AvatarError(f"duplicate column name(s) {duplicated}; rename them to be unique")
+        raise AvatarError(f"{argument}: duplicate column name(s) {duplicated}; rename them to "
+                          "be unique")
+    sparse = [c for c, dtype in df.dtypes.items() if isinstance(dtype, pd.SparseDtype)]
+    if sparse:
+        raise AvatarError(f"{argument}: column(s) {sparse} are sparse; make them dense first: "
+                          f"df[{sparse[0]!r}] = df[{sparse[0]!r}].sparse.to_dense()")
 
 
 def validate_table(df: Any, argument: str = "the table") -> None:

@@ -14,9 +14,9 @@ import pandas as pd
 
 from ..errors import AvatarError, AvatarTypeError
 from ..parameters import check_number, seed_sequence
+from ..streams import ATTACK_ENTROPY
 
 MIN_TRAINING_ROWS = 3  # what avatarize needs: a row and its k >= 2 neighbours
-ATTACK_STREAM = 0xA77AC  # the attacks' seed is drawn from [the run's seed, this]
 
 
 def attack_seed(run_seed: int) -> int:
@@ -24,7 +24,7 @@ def attack_seed(run_seed: int) -> int:
     command line): drawn from the run's seed on a stream of its own (not the avatars' draws),
     a plain integer that ``attack_metrics(seed=)`` and ``gpu-avatar attacks --seed`` take to
     measure the same risks."""
-    return int(np.random.SeedSequence([run_seed, ATTACK_STREAM]).generate_state(1)[0])
+    return int(np.random.SeedSequence([run_seed, ATTACK_ENTROPY]).generate_state(1)[0])
 
 
 def split_holdout(

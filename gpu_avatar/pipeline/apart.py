@@ -30,8 +30,7 @@ import pandas as pd
 from ..encoding import IDENTIFIER, IdentifierValues, Pseudonymizer
 from ..encoding.identifiers import FreshWindow
 from ..parameters import column_kind, reattach_method
-
-_STREAM_PSEUDONYMS = 3  # the seed stream of the drawn pseudonyms (synthesis.py uses 0-2)
+from ..streams import PSEUDONYMS, child
 
 
 class ColumnsApart:
@@ -117,8 +116,7 @@ class ColumnsApart:
 
 def column_seed(sequence: np.random.SeedSequence, position: int) -> np.random.SeedSequence:
     """The seed of the pseudonyms drawn for the column at ``position``."""
-    return np.random.SeedSequence(
-        sequence.entropy, spawn_key=(*sequence.spawn_key, _STREAM_PSEUDONYMS, position))
+    return child(sequence, PSEUDONYMS, position)
 
 
 def excluded_values(types: Mapping[Any, str], frame: pd.DataFrame,

@@ -20,18 +20,12 @@ import pandas as pd
 
 from ..encoding import CATEGORICAL, TableEncoder
 from ..errors import AvatarError
-
-_PLAN_STREAM = 5  # SeedSequence stream for the batch plan
-_BATCH_STREAM = 6  # SeedSequence stream for the per-batch child seeds
-
-
-def _child(sequence: np.random.SeedSequence, stream: int, index: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(sequence.entropy, spawn_key=(*sequence.spawn_key, stream, index))
+from ..streams import BATCH_PLAN, BATCHES, child
 
 
 def batch_seed(sequence: np.random.SeedSequence, batch: int) -> np.random.SeedSequence:
     """The seed of batch ``batch`` of a batched run."""
-    return _child(sequence, _BATCH_STREAM, batch)
+    return child(sequence, BATCHES, batch)
 
 
 _NO_RANK = np.iinfo(np.int64).max
@@ -117,7 +111,7 @@ def _walk(values: np.ndarray, n: int, sequence: np.random.SeedSequence,
     """The seeded bijection of ``[0, n)`` (or its inverse) on ``values``: a Feistel network on
     the smallest power of four above ``n``, applied again while it lands outside (cycle
     walking: a few rounds at most, the domain is under 4n)."""
-    keys = np.random.default_rng(_child(sequence, _PLAN_STREAM, 0)).integers(
+    keys = np.random.default_rng(child(sequence, BATCH_PLAN, 0)).integers(
         0, 2**63, size=_FEISTEL_ROUNDS, dtype=np.uint64)
     half = max(1, -(-max(n - 1, 1).bit_length() // 2))
     shift, mask = np.uint64(half), np.uint64((1 << half) - 1)

@@ -10,17 +10,19 @@ originals of the same batch:
 - variables: each categorical column, its missing cells as one more value, and each other
   column with missing cells, missing or not;
 - quotas: a value held by at least ``SHARE_FLOOR`` of the rows and at least k rows gets its
-  original count. A rarer one is never raised: dropping one held by under ``SHARE_FLOOR``
-  stays within ``share_tolerance``, and one held by fewer than k rows would be raised mostly
-  on its own holders' avatars (few of their neighbours hold it), bringing avatars back to
-  their originals (such values are better grouped: ``rare_modalities``). The rows this leaves
-  are shared among the others by their counts;
+  original count, and so do missing cells, however few (a column's missing rate is part of
+  its signal, even under 1 %). A rarer value is never raised: dropping one held by under
+  ``SHARE_FLOOR`` stays within ``share_tolerance``, and one held by fewer than k rows would
+  be raised mostly on its own holders' avatars (few of their neighbours hold it), bringing
+  avatars back to their originals (such values are better grouped: ``rare_modalities``).
+  The rows this leaves are shared among the others by their counts;
 - which avatars change: those holding a value above its quota, each to a value below its
   quota that one of its neighbours holds; the changes are drawn, seeded, without
   replacement, each with weight its likelihood ratio (the new value's summed neighbour
   weight over the old one's), so the avatars most likely to hold a value are the most likely
   to get it. An avatar keeps a value its neighbours hold: a value no remaining candidate's
-  neighbours hold stays under its quota (``SignalMetrics.shares_off`` names what stays off).
+  neighbours hold stays under its quota (``SignalMetrics.shares_off`` names what stays off),
+  except missing cells, given to the avatars nearest their holders (``_missing_near_holders``).
 """
 
 from __future__ import annotations
@@ -60,10 +62,18 @@ def calibrate_shares(
     floor = float(max(SHARE_FLOOR * n, neighbours.shape[1]))  # one compiled kind of number
 
     def one(j: int) -> None:  # variables are independent: their order changes no bit
-        _, indicator, m = variables[j]
+        missing = variables[j][2] if variables[j][1] is not None else -1
+        need = rebalance(j, missing)
+        if missing >= 0 and need[missing] > 0:  # then the others rebalanced around them
+            _missing_near_holders(original[j], avatars[j], missing, int(need[missing]),
+                                  neighbours, weights, uniforms[j])
+            rebalance(j, missing)
+
+    def rebalance(j: int, missing: int) -> np.ndarray:
+        """Variable ``j``'s changes, in key order; what each value still needs."""
         need, rows, values, keys = calibration_candidates(
-            original[j], avatars[j], m + (indicator is not None), neighbours, weights,
-            uniforms[j], floor)
+            original[j], avatars[j], variables[j][2] + (missing >= 0), neighbours, weights,
+            uniforms[j], floor, missing)
         # In key order; most candidates are never reached (the changes are a few per cent of
         # them), so the keys are sorted a slice at a time: the smallest ``taken`` first,
         # found by a partition, then the rest only if some value still needs rows.
@@ -78,6 +88,7 @@ def calibrate_shares(
                 order = np.argsort(keys, kind="stable")[done:]
             apply_changes(order, rows, values, avatars[j], need)
             done += order.size
+        return need
 
     on_threads(one, range(len(variables)))
     out = avatar_codes.copy()
@@ -87,6 +98,28 @@ def calibrate_shares(
         if code is not None:  # a missing cell keeps its drawn code: decode leaves it out
             out[:, code] = np.where(values == m, out[:, code], values)
     return out
+
+
+def _missing_near_holders(original: np.ndarray, avatars: np.ndarray, missing: int,
+                          count: int, neighbours: np.ndarray, weights: np.ndarray,
+                          uniforms: np.ndarray) -> None:
+    """``count`` more missing cells, which no avatar that could change has among its
+    neighbours (a row with a rare missing cell lies apart, and is never its own neighbour):
+    given to the avatars of the holders' own neighbours, drawn as above with the weight the
+    holder's avatar gives each; if too few, to those of their neighbours, and so on."""
+    seen = np.zeros(len(original), dtype=bool)
+    near = np.flatnonzero(original == missing)
+    seen[near] = True
+    while near.size and count:
+        rows, reach = neighbours[near].ravel(), weights[near].ravel()
+        keys = -np.log(uniforms[rows]) / np.maximum(reach, 1e-300)
+        for i in rows[np.argsort(keys, kind="stable")]:
+            if avatars[i] != missing:
+                avatars[i], count = missing, count - 1
+                if not count:
+                    return
+        near = np.unique(rows[~seen[rows]])
+        seen[near] = True
 
 
 def _narrowest(top: int) -> type:

@@ -11,18 +11,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..encoding.kinds import DROPPED
 from ..errors import FixableError
-from ..parameters import AvatarParameters, is_variable
+from ..parameters import AvatarParameters, column_kind, is_variable
 from ..rules import FixedCombinations, Neighbours, RuleSet, RulesResult
-
-_STREAM_RULES = 7  # the seed stream of the repairs' draws (batches.py uses 5-6)
+from ..streams import RULES, child
 
 
 def rules_seed(sequence: np.random.SeedSequence, step: int = 0) -> np.random.SeedSequence:
     """The seed of the repairs of a run (or of a batch) seeded by ``sequence``; ``step``: of
     its later applications (a database's after the relink)."""
-    return np.random.SeedSequence(sequence.entropy,
-                                  spawn_key=(*sequence.spawn_key, _STREAM_RULES, step))
+    return child(sequence, RULES, step)
 
 
 def refuse_non_variables(rules: RuleSet, types: Mapping[Any, str],
@@ -41,6 +40,13 @@ def refuse_non_variables(rules: RuleSet, types: Mapping[Any, str],
                     "command line)")
 
 
+def without_dropped(originals: pd.DataFrame, types: Mapping[Any, str]) -> pd.DataFrame:
+    """``originals`` less the columns declared dropped, which no avatar holds: what the
+    rules check the avatars against."""
+    return originals.drop(columns=[c for c in originals.columns
+                                   if column_kind(types.get(c)) == DROPPED])
+
+
 def joined_neighbours(parts: list[Neighbours], batches: list[np.ndarray]) -> Neighbours:
     """The neighbours of batches (positions in their batch) as one table's (row positions of
     the whole table, rows in the input's order)."""
@@ -57,7 +63,7 @@ class RulesRun:
     and the parameters it is avatarized with (its column plan)."""
 
     rules: RuleSet
-    originals: pd.DataFrame
+    originals: pd.DataFrame  # less the dropped columns, which no avatar holds
     encoded: pd.DataFrame
     parameters: AvatarParameters
 
@@ -72,7 +78,7 @@ class RulesRun:
         added = [c for c in types if c not in originals.columns]
         thresholds = {**{c: t for c, t in parameters.column_rare_modalities.items()
                          if c in encoded.columns}, **dict.fromkeys(added)}
-        return cls(rules, originals, encoded,
+        return cls(rules, without_dropped(originals, parameters.types), encoded,
                    parameters.replace(types=types, column_rare_modalities=thresholds))
 
     def apply(self, unshuffled: pd.DataFrame, neighbours: Neighbours | None,

@@ -137,10 +137,12 @@ def enriched_table(
             types.update(dict.fromkeys(features.columns, CONTINUOUS))
             variables = variables + list(features.columns)
     if not variables:
-        raise AvatarError(
+        fix = "give it a variable (a column declared continuous or categorical), or leave it out"
+        raise FixableError(
             f"table {name!r} has no variable besides its keys (nor time series); nothing to "
-            "avatarize"
-        )
+            "avatarize", {"python": f"{fix} of the database (no add_table)",
+                          "yaml": f"{fix} of the file's tables",
+                          "cli": f"{fix} (--tables: the others)"})
     return pd.concat(parts, axis=1), types
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..encoding.kinds import check_structure
 from ..errors import (
     AvatarError,
     AvatarTypeError,
@@ -93,6 +94,9 @@ class Entity:
     pseudonym: str  # its checked text form, ``pseudonym:STRATEGY...``
 
 
+_PLURALS = {"table": "tables", "link": "links", "entity": "entities"}
+
+
 class Database:
     """Tables and links to avatarize together (see ``avatarize_database``)."""
 
@@ -100,6 +104,20 @@ class Database:
         self.tables: dict[str, Table] = {}
         self.links: list[Link] = []
         self.entities: dict[str, Entity] = {}
+
+    def __repr__(self) -> str:
+        """The tables (rows x columns, primary key), links and entities: no data value."""
+        counts = [(len(self.tables), "table"), (len(self.links), "link"),
+                  (len(self.entities), "entity")]
+        lines = ["Database: " + (", ".join(f"{n} {word if n == 1 else _PLURALS[word]}"
+                                           for n, word in counts if n) or "no table")]
+        lines += [f"  table {t.name!r}: {len(t.data):,} rows x {t.data.shape[1]} columns, "
+                  f"primary key {t.primary_key!r}" for t in self.tables.values()]
+        lines += [f"  link {k.parent}.{k.parent_key} <- {k.child}.{k.foreign_key} ({k.method})"
+                  for k in self.links]
+        lines += [f"  entity {e.name!r}: " + ", ".join(f"{t}.{c}" for t, c in e.columns.items())
+                  for e in self.entities.values()]
+        return "\n".join(lines)
 
     @classmethod
     def from_sql(cls, url: Any, *args: Any, **options: Any) -> Database:
@@ -153,6 +171,7 @@ class Database:
             raise AvatarTypeError(
                 f"table {name!r}: expected a DataFrame, got {type(data).__name__}"
             )
+        check_structure(data, f"table {name!r}")
         if individual_level is not None:
             individual_level = check_flag(f"table {name!r}: individual_level", individual_level)
         if not isinstance(primary_key, Hashable):
@@ -407,19 +426,26 @@ class Database:
         data = {}
         for name, table in self.tables.items():
             if table.data.empty:
-                raise AvatarError(f"table {name!r} is empty")
+                raise FixableError(f"table {name!r} is empty: no row to avatarize", {
+                    "python": "add its rows, or leave it out of the database (no add_table)",
+                    "yaml": "give it rows, or leave it out of the file's tables",
+                    "cli": "give it rows, or leave it out (--tables: the others)"})
             key = table.data[table.primary_key]
-            if key.isna().any():
-                raise AvatarError(
-                    f"table {name!r}: primary key {table.primary_key!r} has "
-                    f"{int(key.isna().sum())} missing value(s)"
-                )
+            if key.isna().any():  # a row without a key can be neither linked nor released
+                raise FixableError(
+                    f"table {name!r}: primary key {table.primary_key!r} is missing in "
+                    f"{int(key.isna().sum())} row(s)", {
+                        "python": "give those rows a key, or drop them: "
+                                  f"data.dropna(subset=[{table.primary_key!r}])",
+                        "yaml": "give those rows a key, or delete them from the source",
+                        "cli": "give those rows a key, or delete them from the source"})
             repeated = key.duplicated(keep=False).to_numpy()
-            if repeated.any():
+            if repeated.any():  # the values themselves are a person's: never quoted
                 rows = rows_named(np.flatnonzero(repeated)[:_EXAMPLES] + 1, int(repeated.sum()))
                 raise AvatarError(
                     f"table {name!r}: primary key {table.primary_key!r} is not unique "
-                    f"({key[repeated].nunique()} repeated value(s), in {rows} by position)"
+                    f"({key[repeated].nunique()} repeated value(s), in {rows} by position); "
+                    "name a unique key, or remove the repeated rows"
                 )
             data[name] = table.data
         for name in self.topological_order():

@@ -33,6 +33,18 @@ class Translator:
             text = FRENCH[text]
         return text.format(**fields) if fields else text
 
+    def count(self, n: int, one: str, many: str) -> str:
+        """``n`` and the word for that many, ``one`` or ``many`` (English texts): singular for
+        1, and for 0 in French ("1 lien", "0 lien", "2 liens")."""
+        return f"{n} {self(one if n == 1 or (n == 0 and self.language == 'fr') else many)}"
+
+    def metric(self, name: str) -> str:
+        """A metric's name (``metrics.catalogue``; an attack's label, its secret after it): the
+        API's in English, its French name in French."""
+        head, _, secret = name.partition(" (")
+        return name if self.language == "en" else FRENCH_METRICS[head] + (
+            f" ({secret}" if secret else "")
+
     def words(self, texts: Mapping[str, str], **fields: Any) -> str:
         """A text given in every language (``metrics.catalogue.words``), in this one."""
         text = texts[self.language]
@@ -53,6 +65,30 @@ class Translator:
         text = format(value, spec)
         return text.replace(".", ",") if self.language == "fr" else text
 
+
+# The metrics' names in a French report (#37: the API's names were left in its tables).
+FRENCH_METRICS: dict[str, str] = {
+    "hidden_rate": "taux de masquage",
+    "local_cloaking": "camouflage local",
+    "distance_to_closest": "distance au plus proche",
+    "closest_distances_ratio": "rapport des distances les plus proches",
+    "closest_rate": "taux hors proximité isolée",
+    "row_direct_match_protection": "protection contre la copie de ligne",
+    "exact_copies": "copies exactes",
+    "column_direct_match_protection": "protection contre la copie de valeur unique",
+    "categorical_hidden_rate": "taux de masquage catégoriel",
+    "correlation_protection_rate": "taux de protection par corrélation",
+    "closer_to_training_rate": "taux de proximité aux données d'entraînement",
+    "inference_continuous": "inférence continue",
+    "inference_categorical": "inférence catégorielle",
+    "hellinger_mean": "distance de Hellinger moyenne",
+    "hellinger_std": "écart-type de la distance de Hellinger",
+    "correlation_difference_ratio": "écart des corrélations",
+    "singling_out_univariate": "isolement univarié",
+    "singling_out_multivariate": "isolement multivarié",
+    "linkability": "liaison",
+    "inference": "inférence",
+}
 
 FRENCH: dict[str, str] = {
     "": "",
@@ -254,9 +290,10 @@ FRENCH: dict[str, str] = {
     "random guess": "tirage au hasard", "attacks": "attaques",
     "measurable risk": "risque mesurable", "no measurable risk": "aucun risque mesurable",
     # database part
-    "{tables} tables, {links} links; privacy summary: {passed} of {cells} cells pass.":
-    "{tables} tables, {links} liens ; synthèse de confidentialité : {passed} cellules "
-    "conformes sur {cells}.",
+    "{tables}, {links}; privacy summary: {passed} of {cells} cells pass.":
+    "{tables}, {links} ; synthèse de confidentialité : {passed} cellules conformes sur "
+    "{cells}.",
+    "tables": "tables", "link": "lien", "links": "liens",
     "table": "table", "rows": "lignes", "primary key": "clé primaire",
     "individual-level": "niveau individu", "parents": "parents",
     "metrics: {kind} scenarios": "métriques : scénarios de {kind}",

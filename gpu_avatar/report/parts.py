@@ -95,13 +95,18 @@ def _metrics_table(frame: pd.DataFrame, tr: Translator):
         computed = bool(np.isfinite(row["value"]))
         declared = CATALOGUE[metric]
         rows.append([
-            Cell(str(metric), "code"), Cell(tr.number(row["value"])),
+            _metric_cell(metric, tr), Cell(tr.number(row["value"])),
             Cell(_target_text(declared.target, tr)),
             _verdict(row["passed"], tr, computed),
             Cell(tr.words(declared.meaning) + _baselines(row, tr)),
         ])
     headers = [tr("metric"), tr("value"), tr("target"), tr("result"), tr("definition")]
     return Table(headers, rows, numeric=frozenset({1}))
+
+
+def _metric_cell(name: str, tr: Translator) -> Cell:
+    """A metric's name: the API's (as code) in English, in words in French."""
+    return Cell(tr.metric(name), "code" if tr.language == "en" else "")
 
 
 def _baselines(row: pd.Series, tr: Translator) -> str:
@@ -413,7 +418,7 @@ def advice_blocks(advice: Any, tr: Translator) -> list:
              and table[c].notna().any()]
     rows = []
     for column in shown:
-        cells = [Cell(column, "code")]
+        cells = [_metric_cell(column, tr) if column in CATALOGUE else Cell(column, "code")]
         for _, row in table.iterrows():
             value, verdict = row[column], row.get(f"{column} passed")
             text = value if isinstance(value, str) else tr.number(value)
@@ -433,7 +438,7 @@ def advice_blocks(advice: Any, tr: Translator) -> list:
         verdict = tr("No candidate meets every privacy target. Try a larger k, more projection "
                      "axes (ncp), column weights that lower identifying columns, or fewer "
                      "modalities (group rare ones: rare_modalities).")
-    targets = ", ".join(f"{name} {_target_text(target, tr)}"
+    targets = ", ".join(f"{tr.metric(name)} {_target_text(target, tr)}"
                         for name, target in advice.targets.items()
                         if target.threshold is not None)
     return [
@@ -459,12 +464,12 @@ def attacks_headline(attacks: AttackMetrics, tr: Translator) -> str:
                   "learns anything from the release.")
     text = tr("Attacks: {measurable} of {total} with a measurable risk; the highest, {attack}, "
               "{risk} {interval}.", measurable=len(attacks.measurable_risks),
-              total=len(attacks.results), attack=highest.label,
+              total=len(attacks.results), attack=tr.metric(highest.label),
               risk=tr.number(highest.risk, ".3f"), interval=_interval(highest, tr))
     if attacks.learning_nothing:
         text += " " + tr("No better than a random guess or than on the holdout, so learning "
                          "nothing whatever their risk: {attacks}.",
-                         attacks=", ".join(r.label for r in attacks.learning_nothing))
+                         attacks=", ".join(tr.metric(r.label) for r in attacks.learning_nothing))
     return text
 
 
@@ -480,7 +485,7 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
     """The headline, then each attack's risk with its confidence interval, the rates behind
     it and a verdict (an attack no better than a random guess learns nothing)."""
     rows = [[
-        Cell(result.label, "code"), Cell(tr.number(result.risk, ".3f")),
+        _metric_cell(result.label, tr), Cell(tr.number(result.risk, ".3f")),
         Cell(_interval(result, tr)), Cell(tr.number(result.attack_rate, ".3f")),
         Cell(tr.number(result.control_rate, ".3f")), Cell(tr.number(result.baseline_rate, ".3f")),
         Cell(str(result.n_attacks)), _attack_verdict(result, tr),
@@ -492,7 +497,7 @@ def attack_blocks(attacks: AttackMetrics, tr: Translator) -> list:
                tr("attack success"), tr("holdout success"), tr("random guess"), tr("attacks"),
                tr("result")]
     definitions = _text_table([tr("attack"), tr("definition")],
-                               [[Cell(name, "code"), tr.words(metric.meaning,
+                               [[_metric_cell(name, tr), tr.words(metric.meaning,
                                                               tolerance=tolerance)]
                                 for name, metric in family(ATTACK).items()])
     return [
@@ -523,8 +528,8 @@ def _scenario_table(frame: pd.DataFrame, columns: list[str], tr: Translator) -> 
         passed = row["all_passed"]
         cells.append(_verdict(None if pd.isna(passed) else bool(passed), tr))
         rows.append(cells)
-    headers = [tr("table"), tr("scenario"), tr("reference"), tr("via"), *columns,
-               tr("all targets")]
+    headers = [tr("table"), tr("scenario"), tr("reference"), tr("via"),
+               *map(tr.metric, columns), tr("all targets")]
     return Table(headers, rows, numeric=frozenset(range(4, 4 + len(columns))), key_columns=4)
 
 
@@ -551,7 +556,7 @@ def _summary_matrix(summary: pd.DataFrame, result: Any, scenarios: set[str],
             row_cells.append(Cell(text, "cell-pass" if cell["passed"] else "cell-fail"))
         rows.append(row_cells)
     rule = tr(" and ").join(
-        f"{name} {_target_text(PRIVACY_TARGETS[name], tr)}" for name in SUMMARY_METRICS
+        f"{tr.metric(name)} {_target_text(PRIVACY_TARGETS[name], tr)}" for name in SUMMARY_METRICS
     )
     return [
         Table([tr("individual-level table"), *tables], rows, row_headers=True),
@@ -682,8 +687,9 @@ def _database_part(
         ))
     part.section("tables", tr("Tables"), *parts)
     part.lead = answer_text(verdict, tr) + " " + tr(
-        "{tables} tables, {links} links; privacy summary: {passed} of {cells} cells pass.",
-        tables=len(order), links=len(result.links), passed=int(summary["passed"].sum()),
+        "{tables}, {links}; privacy summary: {passed} of {cells} cells pass.",
+        tables=tr.count(len(order), "table", "tables"),
+        links=tr.count(len(result.links), "link", "links"), passed=int(summary["passed"].sum()),
         cells=len(summary))
     return part
 

@@ -25,11 +25,12 @@ def finding_text(finding: Finding, tr: Translator) -> str:
                       copies=int(finding.value), shared=shared)
     elif finding.kind == ATTACK:
         text = tr("{attack}: measurable risk {risk} [{low}, {high}], beyond a random guess and "
-                  "the holdout", attack=finding.name, risk=tr.number(finding.value, ".3f"),
+                  "the holdout", attack=tr.metric(finding.name),
+                  risk=tr.number(finding.value, ".3f"),
                   low=tr.number(finding.detail["low"], ".3f"),
                   high=tr.number(finding.detail["high"], ".3f"))
     else:
-        fields = dict(metric=finding.name, value=tr.number(finding.value),
+        fields = dict(metric=tr.metric(finding.name), value=tr.number(finding.value),
                       target=finding.target.text(lambda v: tr.number(v, "g")),
                       margin=tr.number(abs(finding.margin), ".3g"))
         text = (tr("{metric} {value} meets its target {target} (margin {margin})", **fields)
@@ -81,7 +82,7 @@ def verdict_blocks(verdict: ReleaseVerdict, tr: Translator, every_finding: bool)
                 "other target missed, a measurable risk of an attack that learns from the "
                 "release, or an exact copy of an original row is a named exception. Distances "
                 "reported beside their baselines are not targets.",
-                metrics=tr(" and ").join(SUMMARY_METRICS)), "note"),
+                metrics=tr(" and ").join(map(tr.metric, SUMMARY_METRICS))), "note"),
         *(Text(line, "note") for line in _attacks_note(verdict, tr)),
         Table([tr("finding"), tr("result"), tr("decisive")], rows),
     ]

@@ -72,6 +72,12 @@ class Rule(ABC):
     def _words(self) -> tuple[str, str]:
         """The rule in English and in French."""
 
+    @staticmethod
+    def _french(value: Any) -> str:
+        """A rule's number as French writes it: with a decimal comma (#37: "arrondi à 0.1")."""
+        return str(value).replace(".", ",") if isinstance(value, (float, np.floating)) else (
+            str(value))
+
     def describe(self, language: str = "en") -> str:
         """The rule in words, for errors and the report ("en" or "fr")."""
         return Translator(language).words(words(*self._words()))

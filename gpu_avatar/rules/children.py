@@ -134,11 +134,12 @@ class BoundedSteps(_Sequences):
     kind = "bounded_steps"
 
     def _words(self) -> tuple[str, str]:
-        low = "min" if self.low is None else self.low
-        high = "max" if self.high is None else self.high
+        low, high = ("min" if self.low is None else self.low,
+                     "max" if self.high is None else self.high)
         return self._in_order(
             f"{low} <= difference of consecutive {self.column} <= {high} per {self.by}",
-            f"{low} <= écart entre {self.column} consécutifs <= {high} par {self.by}")
+            f"{self._french(low)} <= écart entre {self.column} consécutifs <= "
+            f"{self._french(high)} par {self.by}")
 
     def check_columns(self, originals: pd.DataFrame) -> None:
         super().check_columns(originals)

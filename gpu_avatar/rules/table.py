@@ -195,9 +195,9 @@ class Range(Rule):
 
     def _words(self) -> tuple[str, str]:
         low_en, low_fr = ("min(originals)", "min(originaux)") if self.low is None else (
-            (str(self.low),) * 2)
+            str(self.low), self._french(self.low))
         high_en, high_fr = ("max(originals)", "max(originaux)") if self.high is None else (
-            (str(self.high),) * 2)
+            str(self.high), self._french(self.high))
         return (f"{low_en} <= {self.column} <= {high_en}",
                 f"{low_fr} <= {self.column} <= {high_fr}")
 
@@ -419,7 +419,8 @@ class Derived(Encodable):
 
     def repair(self, avatars, originals, exempt, neighbours, rng):
         rows = np.flatnonzero(self.broken(avatars, originals, exempt))
-        values = self.values(avatars, originals).iloc[rows]
+        # computed on those rows alone, where it is never missing: at the column's dtype
+        values = self.values(avatars.iloc[rows], originals)
         return {self.column: replaced(avatars[self.column], rows, values)}
 
 
@@ -458,8 +459,8 @@ class SumTo(Rule):
     written = property(lambda self: self.parts)
 
     def _words(self) -> tuple[str, str]:
-        text = f"{' + '.join(self.parts)} = {self.total}"
-        return text, text
+        parts = " + ".join(self.parts)
+        return f"{parts} = {self.total}", f"{parts} = {self._french(self.total)}"
 
     def _values(self, table: pd.DataFrame, originals: pd.DataFrame):
         parts = np.column_stack([Quantity(originals[p]).numbers(table[p]) for p in self.parts])
@@ -549,7 +550,8 @@ class Rounding(Rule):
         if self.step is None:
             return (f"{self.column} at the originals' precision",
                     f"{self.column} à la précision des originaux")
-        return f"{self.column} rounded to {self.step}", f"{self.column} arrondi à {self.step}"
+        return (f"{self.column} rounded to {self.step}",
+                f"{self.column} arrondi à {self._french(self.step)}")
 
     def check_columns(self, originals: pd.DataFrame) -> None:
         super().check_columns(originals)

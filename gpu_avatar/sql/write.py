@@ -180,6 +180,21 @@ def _held(target: str, existing: list[str]) -> AvatarError:
     )
 
 
+def _refuse_referred(connection, schema: str | None, replaced: list[str], target: str) -> None:
+    """Refuse to replace a table that a table of the target left as it is refers to: dropping
+    it would break that table's foreign key (refused by most servers with a bare error)."""
+    import sqlalchemy as sa
+
+    inspector = sa.inspect(connection)
+    for name in inspector.get_table_names(schema=schema) if replaced else ():
+        referred = [key["referred_table"] for key in inspector.get_foreign_keys(name, schema)
+                    if key["referred_table"] in replaced and name not in replaced]
+        if referred:
+            raise AvatarError(
+                f"{target}: table {name!r} refers to table {referred[0]!r}, which replacing "
+                f"would drop; drop {name!r} (or its foreign key) first, or write elsewhere")
+
+
 def refuse_existing(url: Any, schema: str | None, names: list[str]) -> None:
     """Refuse a target that already holds one of ``names`` (before any work is done)."""
     engine = create_engine(url, must_exist=False)
@@ -229,6 +244,7 @@ def write_database(
             existing = _existing(connection, schema, order)
             if existing and if_exists == "fail":
                 raise _held(target, existing)
+            _refuse_referred(connection, schema, existing, target)
             for name in reversed(existing):  # children first; the tables alone, not their types
                 connection.execute(sa.schema.DropTable(tables[name]))
             metadata.create_all(connection)

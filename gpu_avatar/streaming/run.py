@@ -63,7 +63,7 @@ from ..parameters import AvatarParameters, MetricOptions, avatar_parameters, see
 from ..pipeline.apart import ColumnsApart
 from ..pipeline.batches import batch_seed
 from ..pipeline.model import AvatarModel, avatarize_rows, check_device_memory, fit_model
-from ..pipeline.rules import refuse_non_variables, rules_seed
+from ..pipeline.rules import refuse_non_variables, rules_seed, without_dropped
 from ..planning.model import planned_parameters
 from ..progress import ProgressLike, Steps
 from ..rules import RuleSet, across_children
@@ -193,7 +193,8 @@ def process_batch(task: BatchTask, context: BatchContext) -> dict[str, Any]:
     repaired = None
     if context.rules is not None:
         tick = time.perf_counter()
-        kept = context.rules.apply(frame, avatars, neighbours=neighbours,
+        kept = context.rules.apply(without_dropped(frame, model.parameters.types), avatars,
+                                   neighbours=neighbours,
                                    seed=rules_seed(task.sequence))
         avatars = kept.avatars
         repaired = {r.rule.describe(): r.rows_repaired for r in kept.reports}

@@ -424,7 +424,7 @@ def test_progress_bars_on_a_terminal_only(datasets_path, tmp_path):
     status, shown = _run_on_terminal(*arguments)
     assert status == 0
     assert "avatarize" in shown and "%|" in shown and "neighbours" in shown
-    status, shown = _run_on_terminal(*arguments, "--quiet")
+    status, shown = _run_on_terminal(*arguments, "--quiet", "--overwrite")
     assert status == 0 and shown == ""
 
 

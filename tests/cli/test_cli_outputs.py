@@ -98,6 +98,37 @@ def test_output_paths_are_checked_before_any_work(case, table, tmp_path, capsys)
     assert snapshot(tmp_path) == before
 
 
+def test_an_existing_output_is_replaced_only_with_overwrite(table, tmp_path, capsys):
+    """#37: a second run replaced the first's avatars without a word."""
+    output = tmp_path / "avatars.csv"
+    output.write_text("first run\n")
+    status, error = run(capsys, "avatarize", table, output, "--k", "5")
+    assert status == 1 and error == (f"gpu-avatar: error: OUTPUT {output} already exists: "
+                                     "pass --overwrite to replace it, or choose another path\n")
+    assert output.read_text() == "first run\n"
+    assert run(capsys, "--overwrite", "avatarize", table, output, "--k", "5")[0] == 0
+    assert run(capsys, "avatarize", table, output, "--k", "5", "--overwrite")[0] == 0
+    assert len(pd.read_csv(output)) == 120
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "summary.txt").write_text("first run\n")
+    status, error = run(capsys, "demo", tmp_path / "demo")
+    assert status == 1 and "OUTPUT_DIR" in error and "pass --overwrite" in error
+
+
+def test_how_the_input_was_read_comes_before_the_results(table, tmp_path, capsys):
+    """#37: piped, the read summary came after the results."""
+    assert main(["avatarize", str(table), str(tmp_path / "a.csv"), "--k", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("read in.csv: 120 rows, 3 columns") and out.index("wrote 120") > 0
+
+
+def test_a_header_only_file_is_refused_naming_it(tmp_path, capsys):
+    (tmp_path / "header.csv").write_text("x,y,c\n")
+    status, error = run(capsys, "avatarize", tmp_path / "header.csv", tmp_path / "a.csv")
+    assert status == 1 and error == (f"gpu-avatar: error: {tmp_path / 'header.csv'} holds no "
+                                     "row, its header only: give a file with rows\n")
+
+
 def _fail_writing_the_report(monkeypatch):
     """The report's HTML holds a character UTF-8 cannot encode: writing it, the last write of
     the run, fails once its file is open."""
@@ -113,14 +144,15 @@ def test_avatarize_failing_at_the_report_leaves_every_output_as_it_was(table, tm
         (outputs / name).write_text(f"old {name}\n")
     arguments = ["avatarize", table, outputs / "avatars.csv", "--k", "5", "--seed", "0",
                  "--unshuffled-output", outputs / "unshuffled.csv",
-                 "--report", outputs / "report.html"]
+                 "--report", outputs / "report.html", "--overwrite"]
     before = snapshot(tmp_path)
     _fail_writing_the_report(monkeypatch)
     status, error = run(capsys, *arguments)
     assert status == 1 and "UnicodeEncodeError" in error
     assert snapshot(tmp_path) == before  # old bytes, no new file, no temporary
 
-    status, error = run(capsys, *arguments[:-4], "--report", tmp_path / "new" / "r.html")
+    status, error = run(capsys, *arguments[:-5], "--report", tmp_path / "new" / "r.html",
+                        "--overwrite")
     assert status == 1 and "UnicodeEncodeError" in error
     assert snapshot(tmp_path) == before  # the folder made for the report removed too
 
@@ -141,7 +173,7 @@ def test_database_failing_at_the_report_leaves_the_folder_as_it_was(tmp_path, ca
     (output / "notes.md").write_text("not an output\n")
     before = snapshot(tmp_path)
     _fail_writing_the_report(monkeypatch)
-    status, error = run(capsys, "database", HOSPITAL, output)
+    status, error = run(capsys, "database", HOSPITAL, output, "--overwrite")
     assert status == 1 and "UnicodeEncodeError" in error
     assert snapshot(tmp_path) == before  # no table, summary or report written, no temporary
     status, error = run(capsys, "database", HOSPITAL, tmp_path / "new" / "avatars")

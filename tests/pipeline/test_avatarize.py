@@ -419,6 +419,9 @@ BAD_CALLS = {
     "text as continuous": (lambda df: dict(df=df, k=3, types={"group": "continuous"}), "group"),
     "duplicate names": (
         lambda df: dict(df=pd.concat([df, df[["age"]]], axis=1), k=3), "age"),
+    "sparse column": (lambda df: dict(df=df.astype({"weight": pd.SparseDtype(float)}), k=3),
+                      r"\['weight'\] are sparse; make them dense first: "
+                      r"df\['weight'\] = df\['weight'\]\.sparse\.to_dense\(\)"),
     "all missing": (lambda df: dict(df=df.assign(empty=np.nan), k=3), "empty"),
     "all missing text": (
         lambda df: dict(df=df.assign(note=pd.Series([None] * len(df), dtype=object)), k=3),

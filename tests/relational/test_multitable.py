@@ -10,6 +10,7 @@ themselves, not only through the run's ``LinkReport``.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -582,10 +583,11 @@ def test_primary_key_must_be_unique_and_not_null(problem):
     parent["pid"] = parent["pid"].astype(float)
     if problem == "duplicate":
         parent.loc[3, "pid"] = parent.loc[4, "pid"]
-        message = r"'parent'.*'pid'.*not unique \(1 repeated value\(s\), in rows 4, 5 by position\)"
+        message = (r"'parent'.*'pid'.*not unique \(1 repeated value\(s\), in rows 4, 5 by "
+                   r"position\); name a unique key")
     else:
         parent.loc[3, "pid"] = np.nan
-        message = r"'parent'.*'pid'.*1 missing"
+        message = r"'parent'.*'pid' is missing in 1 row\(s\); give those rows a key"
     child = child[child["pid"].isin(parent["pid"])]
     with pytest.raises(AvatarError, match=message):
         ga.avatarize_database(small_database(parent, child), k=3, seed=0)
@@ -726,10 +728,42 @@ def test_same_parent_referenced_twice_is_refused():
         db.add_link("parent", "pid", "child", "second_pid")
 
 
+def refused(call, *fix: str) -> str:
+    """The one-line message of ``call``'s refusal, which holds ``fix`` and no key value."""
+    with pytest.raises(AvatarError) as caught:
+        call()
+    message = str(caught.value)
+    assert "\n" not in message and all(part in message for part in fix), message
+    assert not re.search(r"\b1[0-9][0-9]\b", message), message  # the parents' keys: 100-119
+    return message
+
+
+def test_odd_tables_are_refused_with_the_fix_and_no_value():
+    """#37: each refused in one line with its fix, quoting no value."""
+    parent, child = small_tables()
+    refused(lambda: ga.Database().add_table("child", child.assign(y2=child["y"]).rename(
+        columns={"y2": "y"}), "cid"), "table 'child': duplicate column name(s) ['y']",
+        "rename them to be unique")
+    refused(lambda: ga.Database().add_table("child", child.astype(
+        {"y": pd.SparseDtype(float)}), "cid"), "df['y'] = df['y'].sparse.to_dense()")
+    keys_only = ga.Database().add_table("parent", parent[["pid"]], "pid")
+    refused(lambda: ga.avatarize_database(keys_only, k=3, seed=0),
+            "'parent' has no variable besides its keys", "or leave it out of the database")
+    missing_key = small_database(parent.astype({"pid": float}).assign(
+        pid=lambda d: d["pid"].where(d.index != 4)), child)
+    refused(lambda: ga.avatarize_database(missing_key, k=3, seed=0),
+            "primary key 'pid' is missing in 1 row(s)", "data.dropna(subset=['pid'])")
+    repeated = small_database(parent.assign(pid=parent["pid"].where(parent.index != 4, 105)),
+                              child)
+    refused(lambda: ga.avatarize_database(repeated, k=3, seed=0),
+            "'pid' is not unique (1 repeated value(s)); name a unique key")
+
+
 def test_empty_table_is_refused():
     parent, child = small_tables()
     db = small_database(parent, child.iloc[:0])
-    with pytest.raises(AvatarError, match="'child' is empty"):
+    with pytest.raises(AvatarError, match="'child' is empty: no row to avatarize; add its rows, "
+                                          r"or leave it out of the database \(no add_table\)"):
         ga.avatarize_database(db, k=3, seed=0)
     with pytest.raises(AvatarError, match="no table"):
         ga.avatarize_database(ga.Database(), k=3, seed=0)
@@ -791,6 +825,21 @@ def test_arguments_are_checked_before_any_table_is_avatarized():
             ga.avatarize_database(db, k=3, seed=0, progress=lambda *step: calls.append(step),
                                   **settings)  # fmt: skip
     assert calls == []  # refused up front, not after the parent's avatarization
+
+
+def test_a_database_prints_its_tables_and_links_and_no_value():
+    tables = load_tutorial()
+    db = tutorial_database(tables, "linear_sum_assignment")
+    assert repr(db) == (
+        "Database: 3 tables, 2 links\n"
+        "  table 'patient': 130 rows x 5 columns, primary key 'p_id'\n"
+        "  table 'doctor': 50 rows x 3 columns, primary key 'd_id'\n"
+        "  table 'visit': 300 rows x 5 columns, primary key 'visit_id'\n"
+        "  link patient.p_id <- visit.patient_id (linear_sum_assignment)\n"
+        "  link doctor.d_id <- visit.doctor_id (minimum_distance)")
+    one = ga.Database().add_table("doctor", tables["doctor"], primary_key="d_id")
+    assert str(one).splitlines()[0] == "Database: 1 table" and repr(ga.Database()) == (
+        "Database: no table")
 
 
 def test_table_declarations_are_checked_as_written():

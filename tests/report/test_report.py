@@ -176,6 +176,8 @@ def evidence():
 
 
 def test_pdf_report_in_french_has_pages_words_and_a_first_page(evidence, tmp_path):
+    from gpu_avatar.report.language import FRENCH_METRICS
+
     result, advice, attacks = evidence
     path = ga.write_report(result, tmp_path / "rapport.pdf", name="AIDS", language="fr",
                            advice=advice, attacks=attacks)
@@ -187,12 +189,14 @@ def test_pdf_report_in_french_has_pages_words_and_a_first_page(evidence, tmp_pat
     text = subprocess.run([_poppler("pdftotext"), "-layout", path, "-"], capture_output=True,
                           text=True, check=True).stdout
     assert text.count("\f") >= pages - 1  # one form feed between pages
-    for metric in [*PRIVACY_TARGETS, *SIGNAL_TARGETS]:
-        assert metric in text, metric
+    for metric in [*PRIVACY_TARGETS, *SIGNAL_TARGETS]:  # in French words, not the API's
+        assert not re.search(rf"(?<![\w-]){metric}(?![\w-])", text), metric
+    for metric in ("hidden_rate", "local_cloaking", "hellinger_mean"):
+        assert FRENCH_METRICS[metric] in text, metric
     for words in ("Paramètres de l'exécution", "Métriques de confidentialité",
                   "Métriques de signal", "Conseil de paramètres", "Risques mesurés par attaques",
-                  "conforme", "k = 20 (recommandé)", "singling_out_multivariate",
-                  "linkability", "inference (cd40)", "intervalle", "page 2"):
+                  "conforme", "k = 20 (recommandé)", "isolement multivarié",
+                  "liaison", "inférence (cd40)", "intervalle", "page 2"):
         assert words in text, words
     for english in ("Privacy metrics", "Run parameters", "Attack-based risks", "originals"):
         assert english not in text, english
@@ -317,6 +321,26 @@ def test_pdf_tables_break_no_word_and_pages_are_filled(french_pdfs, tmp_path):
             ink = np.nonzero((grey < 0.95).any(axis=1))[0]
             body = ink[ink < 0.93 * len(grey)]  # the footer left out
             assert body.max() > len(grey) / 3, page.name
+
+
+def test_french_counts_numbers_and_metric_names(tmp_path):
+    """#37: "1 liens", "arrondi à 0.1" and the API's metric names in a French report."""
+    from gpu_avatar.metrics.catalogue import CATALOGUE
+    from gpu_avatar.report.language import FRENCH_METRICS, Translator
+
+    french, english = Translator("fr"), Translator("en")
+    assert [french.count(n, "link", "links") for n in (0, 1, 2)] == ["0 lien", "1 lien",
+                                                                     "2 liens"]
+    assert [english.count(n, "link", "links") for n in (0, 1)] == ["0 links", "1 link"]
+    assert ga.rules.Rounding("x", 0.1).describe("fr") == "x arrondi à 0,1"
+    assert ga.rules.Range("x", 0.5, 2).describe("fr") == "0,5 <= x <= 2"
+    assert set(FRENCH_METRICS) == set(CATALOGUE)
+    assert french.metric("inference (age)") == "inférence (age)"
+    df = pd.DataFrame({"x": np.arange(60.0) % 7, "y": np.arange(60) % 3})
+    path = ga.write_report(ga.avatarize(df, k=5, seed=0), tmp_path / "r.html", language="fr")
+    raw = [name for name in CATALOGUE
+           if re.search(rf"(?<![\w-]){name}(?![\w-])", path.read_text())]
+    assert not raw
 
 
 def test_every_report_text_has_its_french(evidence):

@@ -81,6 +81,39 @@ def test_rules_may_name_variables_only(ruled):
                      rules=[R.Range("pidnum", 0, 10**7)])
 
 
+def test_a_dropped_column_stays_out_of_a_release_with_rules(tmp_path):
+    """The avatars of a dropped column's table have no such column to decode (#37), in
+    memory or streamed."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    df = pd.DataFrame({"a": a, "b": a + np.abs(rng.normal(size=200)),
+                       "c": rng.choice(list("xyz"), 200), "note": [f"n{i}" for i in range(200)]})
+    settings = dict(k=10, seed=0, types={"note": "dropped"}, rules=[R.Inequality("a", "b")])
+    result = ga.avatarize(df, **settings)
+    (tmp_path / "source").mkdir()
+    df.to_parquet(tmp_path / "source" / "part.parquet")
+    ga.avatarize_parquet(tmp_path / "source", tmp_path / "out", batch_size=100, **settings)
+    for avatars in (result.avatars, pd.read_parquet(tmp_path / "out")):
+        assert list(avatars.columns) == ["a", "b", "c"]
+        assert (avatars["a"] <= avatars["b"]).all()
+
+
+def test_a_derived_flag_beside_missing_values_keeps_its_dtype():
+    """Where the expression is missing (hgb missing) the repair has nothing to write; the
+    rows it writes come at the column's dtype, so the metrics take the release (#37)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"hgb": rng.normal(13, 2, 300), "creat": rng.normal(1, 0.3, 300)})
+    df.loc[rng.choice(300, 5, replace=False), "hgb"] = np.nan
+    df.loc[rng.choice(300, 8, replace=False), "creat"] = np.nan
+    df["anemia"] = df["hgb"] < 12
+    result = ga.avatarize(df, k=10, seed=0, rules=[R.Derived("anemia", "hgb < 12")])
+    assert (result.avatars.dtypes == df.dtypes).all()
+    computed = result.avatars["hgb"] < 12
+    assert (result.avatars["anemia"] == computed)[result.avatars["hgb"].notna()].all()
+    assert result.privacy_metrics().hidden_rate is not None
+
+
 def test_fixed_combinations_refuse_to_release_modalities_grouped_as_rare(ruled):
     """The combinations are the originals': they would bring the grouped values back."""
     df, types = ruled
@@ -222,13 +255,13 @@ def test_the_command_line_takes_a_rules_file(tmp_path, ruled, capsys):
     assert (out["end"] > out["entry"]).all() and out["wtkg"].between(30, 160).all()
     rules.write_text("- {rule: inequality, low: end, high: entry}\n")
     status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
-                              "--k", 10, "--seed", 0, "--rules", rules)
+                              "--k", 10, "--seed", 0, "--rules", rules, "--overwrite")
     assert status != 0
     assert "rule 'end <= entry' (inequality): 2139 of the 2139" in err
     assert "add keep_exceptions: true to the rule's entry" in err
     rules.write_text("- {rule: inequality, low: entry}\n")
     status, _, err = run_main(capsys, "avatarize", tmp_path / "in.csv", tmp_path / "out.csv",
-                              "--rules", rules)
+                              "--rules", rules, "--overwrite")
     assert status != 0 and f"{rules}: rules[0] (inequality): missing key(s) ['high']" in err
 
 

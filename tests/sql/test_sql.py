@@ -141,6 +141,32 @@ def test_an_existing_target_is_refused_unless_replaced(hospital_sqlite, tmp_path
         result.to_sql(target, if_exists="append")
 
 
+def test_replacing_a_table_another_refers_to_is_refused_naming_it(hospital_sqlite, tmp_path):
+    """#37: the drop broke ``billing``'s foreign key (a bare server error, or nothing)."""
+    result = _avatarize(ga.Database.from_sql(hospital_sqlite))
+    target = f"sqlite:///{tmp_path / 'avatars.db'}"
+    result.to_sql(target)
+    _sqlite(tmp_path / "avatars.db", "CREATE TABLE billing (b INTEGER PRIMARY KEY, "
+            "visit_id INTEGER REFERENCES visit(visit_id));")
+    with pytest.raises(ga.AvatarError, match=r"table 'billing' refers to table 'visit', which "
+                       r"replacing would drop; drop 'billing' \(or its foreign key\) first"):
+        result.to_sql(target, if_exists="replace")
+
+
+def test_an_empty_table_or_a_missing_key_is_refused_with_the_fix(tmp_path):
+    url = _sqlite(tmp_path / "t.db", """
+        CREATE TABLE t (code INTEGER, v REAL);
+        CREATE TABLE e (i INTEGER PRIMARY KEY, v REAL);
+        INSERT INTO t VALUES (1, 0.5), (NULL, 1.5), (3, 2.5), (4, 3.5), (5, 4.5);""")
+    for tables, message in ((["e"], "table 'e' is empty: no row to avatarize; add its rows"),
+                            (["t"], r"'code' is missing in 1 row\(s\); give those rows a key, "
+                                    r"or drop them: data.dropna\(subset=\['code'\]\)")):
+        db = ga.Database.from_sql(url, tables=tables,
+                                  primary_keys={"t": "code"} if tables == ["t"] else None)
+        with pytest.raises(ga.AvatarError, match=message):
+            ga.avatarize_database(db, k=2, seed=0)
+
+
 def test_tables_from_files_are_written_with_types_from_their_dtypes(tmp_path):
     from gpu_avatar.demo import load_hospital_database
 
@@ -435,11 +461,11 @@ def test_the_command_line_names_keys_and_tables_of_a_url(tmp_path):
                       "t=code", "--no-report")
     assert process.returncode == 0, process.stderr
     assert sorted(p.name for p in out.iterdir()) == ["summary.txt", "t.csv"]
-    process = run_cli("database", url, out, "--tables", "t")
+    process = run_cli("database", url, out, "--tables", "t", "--overwrite")
     assert process.returncode == 1 and "table 't' has no primary key" in process.stderr
     config = tmp_path / "c.yaml"
     config.write_text("tables:\n  t: {path: t.csv, primary_key: code}\n")
-    process = run_cli("database", config, out, "--schema", "public")
+    process = run_cli("database", config, out, "--schema", "public", "--overwrite")
     assert process.returncode == 2 and "--schema go with a database URL source" in process.stderr
 
 

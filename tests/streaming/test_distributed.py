@@ -20,6 +20,7 @@ from test_streaming import MIXED_TYPES, aids, mixed_table, sorted_rows, write_pa
 
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
+from gpu_avatar.distributed.avatarize import DaskScheduler
 from gpu_avatar.distributed.metrics import split_regions
 from gpu_avatar.errors import MissingExtraError
 from gpu_avatar.metrics.reductions import distance_ranks
@@ -370,6 +371,21 @@ def test_workers_need_no_pseudonym_key(client, source, tmp_path, monkeypatch):
     released = pd.read_parquet(tmp_path / "out")["id"]
     assert released.notna().all() and len(result.parts) == 3
     assert not released.astype(str).isin(pd.read_parquet(source)["id"].astype(str)).any()
+
+
+def test_a_refusal_runs_once(client, tmp_path):
+    """An ``AvatarError`` comes again on every run: Dask does not retry it (#37: three runs,
+    three tracebacks), and the caller gets it as it was raised."""
+    calls = tmp_path / "calls"
+
+    def refuse(item):
+        with open(calls, "a") as file:
+            file.write("run\n")
+        raise AvatarError("k must be below the batch's rows: lower k")
+
+    with pytest.raises(AvatarError, match="^k must be below the batch's rows: lower k$"):
+        DaskScheduler(client).map(refuse, [0])
+    assert calls.read_text() == "run\n"
 
 
 @pytest.mark.parametrize("distributed_run", [False, True])

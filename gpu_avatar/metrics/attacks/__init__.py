@@ -63,6 +63,7 @@ from ...parameters import (
 )
 from ...planning.model import Plan
 from ...progress import ProgressLike, Steps
+from ...streams import ATTACK_STREAMS, child
 from ..checks import check_same_table, check_variables, released_part
 from ..timing import timed
 from .inference import INFERENCE_TOLERANCE, inference_attack
@@ -153,8 +154,8 @@ def attack_metrics(
     values = prepare_values(original, avatars, holdout, variables, types)
     position = {c: j for j, c in enumerate(variables)}
     sequence = seed_sequence(seed)  # children derived, not spawned: the same seed object
-    rngs = [np.random.default_rng(np.random.SeedSequence(  # gives the same draws every time
-        sequence.entropy, spawn_key=(*sequence.spawn_key, stream))) for stream in range(3)]
+    rngs = {name: np.random.default_rng(child(sequence, stream))  # the same draws every time
+            for name, stream in ATTACK_STREAMS.items()}
     steps = Steps(progress, "attacks", total=len(modes) + 1 + len(secret_names))
     results = []
     distinct = DistinctRows.of(values, backend) if modes else None
@@ -162,7 +163,7 @@ def attack_metrics(
         with steps.step(f"singling out ({mode})"):
             results.append(singling_out_attack(distinct, values.categorical, mode, n_queries,
                                                n_columns, max_attempts, confidence, backend,
-                                               rngs[0]))
+                                               rngs["singling out"]))
     constant = values.constant
     scaled = {name: range_scaled(getattr(values, name), values.avatars, values.categorical,
                                  constant)
@@ -170,11 +171,11 @@ def attack_metrics(
     with steps.step("linkability"):
         results.append(linkability_attack(values, scaled,
                                           [[position[c] for c in half] for half in halves],
-                                          n_neighbours, confidence, backend, rngs[1]))
+                                          n_neighbours, confidence, backend, rngs["linkability"]))
     for name in secret_names:
         with steps.step(f"inference of {name}"):
             results.append(inference_attack(values, scaled, position[name], confidence,
-                                            backend, rngs[2]))
+                                            backend, rngs["inference"]))
     return AttackMetrics(results)
 
 
