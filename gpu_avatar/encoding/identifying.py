@@ -2,25 +2,45 @@
 every entry point (``avatarize``, ``advise``, ``avatarize_database``, ``Database.from_sql``,
 streaming, the command line).
 
-A column lets a person be found when it is:
+A column is flagged, with its evidence in words that never quote one of its values (its
+shape instead: counts of values and rows, words per text), when:
 
-- a text or whole-number column with a distinct value for (nearly) every row (at least
-  ``DISTINCT_SHARE`` of ``MIN_ROWS`` or more non-missing values);
-- a text column with at least ``MIN_ROWS`` distinct values, a ``TEXT_DISTINCT_SHARE`` of its
-  rows: names, addresses and free text where a person has several rows (visits, stays);
-- a column whose name says it identifies a person (``IDENTIFYING_NAME_WORDS``: id, ipp, mrn,
-  email, phone, address, prenom...; ``name``/``nom`` alone or beside ``PERSON_WORDS``);
-- a text column whose values look like direct identifiers (``PATTERNS``: e-mail, phone
-  number, French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample, or like
-  people's names (``DUBOIS Maëlle``: at least ``MIN_NAMES`` distinct);
-- free text: a text column with a value of ``FREE_TEXT_WORDS`` words or more held by one row;
-- a categorical column where most rows (over ``SINGLETON_SHARE`` of all rows, missing
-  cells counting as one shared value) hold a value no other row has.
+- its text values have the shape of direct identifiers (``PATTERNS``: e-mail, phone number,
+  French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample, or of people's
+  names (``DUBOIS Maëlle``: at least ``MIN_NAMES`` distinct);
+- it holds free text: at least ``FREE_TEXT_VALUES`` texts of ``FREE_TEXT_WORDS`` words or
+  more that one row each holds, or one sentence (``SENTENCE_WORDS`` words) alone; one rare
+  long category label is not free text;
+- its text is distinct on (nearly) every row (``DISTINCT_SHARE`` of ``MIN_ROWS`` or more);
+- its whole numbers have an identifier's shape: never repeated over ``MIN_ROWS`` or more
+  rows and a dense run (range close to their count) from 0 or 1 or increasing with row
+  order, or spread evenly as drawn codes of ``CODE_DIGITS`` digits or more. Measurements
+  (survival times, incomes, counts) have ties, gaps and skew and are not flagged; years,
+  time indices and ranks share an identifier's shape, so their name decides
+  (``TIME_WORDS``);
+- it is a person key: in a table with several rows per person, a column with at least
+  ``MIN_PERSONS`` values, nearly every row sharing its value with another, whose rows of one
+  value differ in an occasion (one row per value and visit, dose, age...: another column of
+  few values that recur over the values) or in a time that restarts at each value's rows
+  (contiguous rows, increasing within them). A ward or a country has many rows at one
+  occasion; a column named as a time or occasion is no key;
+- its text is varied: ``MIN_ROWS`` or more distinct texts, ``TEXT_DISTINCT_SHARE`` of its
+  rows, as names have where a person has several rows (medium confidence);
+- most rows of a categorical column (over ``SINGLETON_SHARE``) hold a value no other has;
+- its name says it identifies a person (``IDENTIFYING_NAME_WORDS``: id, ipp, email,
+  phone...; ``name``/``nom`` alone or beside ``PERSON_WORDS``), where it can hold a person's
+  values: ``MIN_NAMED_DISTINCT`` distinct values or half its rows, never a two-valued flag.
 
-Such a column is refused unless the user declared its kind: ``identifier`` (fresh values),
+Not flagged: booleans, constants and two-valued columns, fractions and dates (no count of
+values tells them from measurements), and text that reads as numbers or dates apart from a
+missing marker (``MISSING_MARKERS``; ``text_reading`` says which: ``continuous`` or
+``datetime``) — read as numbers, its whole numbers meet the rules above.
+
+A flagged column is refused unless the user declared its kind: ``identifier`` (fresh values,
+the proposal for identifiers and keys), ``dropped`` (the proposal for free text),
 ``categorical`` or ``continuous`` (released knowingly: the result keeps the list, the summary
-and the report say so in one line), or dropped it. SQL columns under a UNIQUE constraint are
-declared ``identifier`` by ``Database.from_sql``.
+and the report say so in one line). SQL columns under a UNIQUE constraint are declared
+``identifier`` by ``Database.from_sql``.
 """
 
 from __future__ import annotations
@@ -35,20 +55,19 @@ import pandas as pd
 
 from ..errors import AvatarError, FixableError
 from ..parameters import column_kind, reattach_method
-from ..parsing import SAMPLE, decimal_mark, type_text_column
+from ..parsing import SAMPLE, decimal_mark, detect_date_reading, to_numbers
 from .kinds import (
-    CATEGORICAL,
-    CONTINUOUS,
     DROPPED,
     EXCLUDED,
     IDENTIFIER,
-    detect_kind,
+    is_datetime,
     is_number,
     is_text,
+    is_timedelta,
 )
 
 DISTINCT_SHARE = 0.95
-TEXT_DISTINCT_SHARE = 0.2  # text this varied: names, addresses, free text (rows per person)
+TEXT_DISTINCT_SHARE = 0.2  # text this varied: names where a person has several rows
 MIN_ROWS = 20  # below, distinct numbers say little (ten ages are often all distinct)
 SINGLETON_SHARE = 0.5
 PATTERN_SHARE = 0.9
@@ -64,6 +83,9 @@ PATTERNS = {
     "UUIDs": r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
              r"[0-9a-fA-F]{12}",
 }
+_PATTERN_LABELS = {"French social-security numbers (NIR)": "social-security numbers",
+                   "US social-security numbers": "social-security numbers",
+                   "IBANs": "bank account numbers"}
 _PHONE_DIGITS = (8, 15)  # a phone number has 8 to 15 digits (E.164)
 # words of a column's name that say it identifies a person (English and French)
 IDENTIFYING_NAME_WORDS = frozenset({
@@ -75,23 +97,82 @@ IDENTIFYING_NAME_WORDS = frozenset({
 PERSON_NAME_WORDS = frozenset({"name", "nom"})  # a person's only with these words beside them
 PERSON_WORDS = frozenset({"patient", "first", "last", "full", "family", "given", "maiden",
                           "birth", "naissance", "jeune", "fille", "usage", "person", "personne"})
-FREE_TEXT_WORDS = 4  # a value of this many words, held by one row, is free text about a person
+MIN_NAMED_DISTINCT = 10  # a name word counts where a column can hold people's values
+# words of a name that say time, an occasion or a rank: such whole numbers are measured, and
+# they repeat over a person's rows (a name's word, or the start of one: ``futime``, ``years``)
+TIME_WORDS = frozenset({
+    "year", "yr", "yrs", "day", "days", "time", "age", "duration", "period", "date", "month",
+    "week", "hour", "hours", "minute", "minutes", "second", "seconds", "min", "sec", "dur",
+    "visit", "dose", "occasion", "wave", "round", "cycle", "session", "phase", "timepoint",
+    "rank", "ranking", "step", "annee", "année", "jour", "jours", "mois", "semaine", "heure",
+    "an", "ans", "âge", "delai", "délai", "duree", "durée", "follow", "followup", "t",
+})
+TIME_STEMS = ("time", "year", "date", "month", "week", "hour", "day", "duration", "period")
+FREE_TEXT_WORDS = 4  # a value of this many words, held by one row, may be free text...
+FREE_TEXT_VALUES = 3  # ...when this many are: one rare long label is a category
+SENTENCE_WORDS = 8  # one text this long, held by one row, is a note about a person
 _NAME_SHAPE = r"[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+(?:\s+[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+)+"  # DUBOIS Maëlle
 MIN_NAMES = 10  # distinct values of a person's-name shape
+DENSE_SLACK = 1.1  # a dense run: its range at most this times its count of values
+CODE_DIGITS = 4  # drawn codes: evenly spread whole numbers of this many digits or more
+EVEN_SPREAD = 0.1  # the largest gap between their distribution and an even one
+MIN_PERSONS = 8  # a person key has at least this many values...
+KEY_SHARED = 0.9  # ...nearly every row sharing its value with another row
+OCCASION_REUSE = 3  # an occasion has at most this many values per row of a person
+KEY_UNIQUE = 0.95  # the rows with one key and one occasion: nearly one
+KEY_CONTIGUOUS = 1.2  # a key's runs of rows at most this times its values
+RESTART_SHARE = (0.9, 0.5)  # a time increases within a key's runs, decreases between them
+KEY_ROWS = 200_000  # a person key shows in the first rows: the rest is not read for it
+MISSING_MARKERS = frozenset({"", ".", "-", "--", "?", "na", "n/a", "nan", "null", "none",
+                             "missing", "nd", "n.d.", "#n/a", "*"})
+CONFIDENCES = ("high", "medium", "low")
+PROPOSALS = (IDENTIFIER, DROPPED)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a column could let a person be found: the evidence in words (no value of it),
+    the declaration proposed, how sure the rule is, and a short clause for one-line
+    messages."""
+
+    reason: str
+    label: str
+    proposal: str = IDENTIFIER
+    confidence: str = "high"
+
+    def __post_init__(self) -> None:
+        if self.proposal not in PROPOSALS or self.confidence not in CONFIDENCES:
+            raise ValueError(f"no such proposal or confidence: {self.proposal!r}, "
+                             f"{self.confidence!r}")
 
 
 @dataclass(frozen=True)
 class IdentifyingColumn:
-    """A column the rule flags, and why (in words a data-protection officer reads)."""
+    """A column the rule flags, and why (in words a data-protection officer reads, no
+    value of it); ``proposal``: the declaration proposed (``identifier`` or ``dropped``);
+    ``label``: a short clause for one-line messages."""
 
     column: Any
     reason: str
     table: str | None = None
     numeric: bool = False  # released knowingly as continuous (a measurement), else categorical
+    proposal: str = IDENTIFIER
+    confidence: str = "high"
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.proposal not in PROPOSALS or self.confidence not in CONFIDENCES:
+            raise ValueError(f"no such proposal or confidence: {self.proposal!r}, "
+                             f"{self.confidence!r}")
 
     @property
     def name(self) -> str:
         return f"{self.table}.{self.column}" if self.table else repr(self.column)
+
+    @property
+    def short_name(self) -> str:
+        """The column (table.column in a database), unquoted, for one-line messages."""
+        return f"{self.table}.{self.column}" if self.table else str(self.column)
 
 
 def _looks_like(text: pd.Series) -> str | None:
@@ -110,13 +191,20 @@ def _looks_like(text: pd.Series) -> str | None:
 def _name_words(column: Any) -> list[str]:
     """The words of a column's name (``patientId``, ``nom_patient`` -> patient, id / nom)."""
     spaced = re.sub(r"([a-zà-ÿ])([A-Z])", r"\1 \2", str(column))
-    return [word for word in re.split(r"[^0-9a-zà-ÿ]+", spaced.lower()) if word]
+    return [word for word in re.split(r"[^a-zà-ÿ]+", spaced.lower()) if word]
 
 
 def _named_identifying(column: Any) -> bool:
     words = set(_name_words(column))
     return bool(words & IDENTIFYING_NAME_WORDS) or bool(
         words & PERSON_NAME_WORDS and (len(words) == 1 or words & PERSON_WORDS))
+
+
+def _named_time(column: Any) -> bool:
+    """Whether a column's name says time, an occasion or a rank (``TIME_WORDS``)."""
+    words = _name_words(column)
+    return bool(set(words) & TIME_WORDS) or any(
+        word.startswith(stem) or word.endswith(stem) for word in words for stem in TIME_STEMS)
 
 
 def _is_whole(values: pd.Series) -> bool:
@@ -126,55 +214,234 @@ def _is_whole(values: pd.Series) -> bool:
     return bool(np.all(numbers == np.floor(numbers)))
 
 
-def column_reason(series: pd.Series) -> str | None:
-    """Why ``series`` would let a person be found, or None (see the module docstring)."""
+def _words(texts: pd.Series) -> pd.Series:
+    return texts.str.split().str.len()
+
+
+def text_reading(series: pd.Series) -> str | None:
+    """``continuous`` or ``datetime`` for a text column whose values all read as numbers or
+    as dates once the missing markers (``MISSING_MARKERS``: ``.``, ``-``, ``NA``, ``?``...)
+    are left aside; None otherwise (text, codes with a leading zero)."""
+    distinct = pd.Series(pd.unique(series.dropna()), dtype=object).astype(str).str.strip()
+    return _reading(distinct)[0]
+
+
+def _reading(distinct: pd.Series) -> tuple[str | None, pd.Series | None]:
+    """The reading of distinct texts and, read as numbers, their numbers (missing markers:
+    missing)."""
+    kept = distinct[~distinct.str.lower().isin(MISSING_MARKERS)]
+    if kept.empty:
+        return None, None
+    sample = kept.iloc[:SAMPLE]
+    decimal = decimal_mark(sample)
+    if to_numbers(sample, decimal).notna().all():
+        numbers = to_numbers(distinct, decimal)
+        if numbers[kept.index].notna().all():
+            return "continuous", numbers
+        return None, None
+    if _dated(sample) and _dated(kept):
+        return "datetime", None
+    return None, None
+
+
+def _dated(text: pd.Series) -> bool:
+    try:
+        return detect_date_reading(text, "", "") is not None
+    except AvatarError:  # both day/month orders read them: dates all the same
+        return True
+
+
+class _Rows:
+    """A table's first ``KEY_ROWS`` rows, each column factorised once (codes, -1 missing)
+    when the person-key rule asks for it."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame.iloc[:KEY_ROWS]
+        self._codes: dict[int, tuple[np.ndarray, int]] = {}
+
+    def codes(self, position: int) -> tuple[np.ndarray, int]:
+        if position not in self._codes:
+            codes, uniques = pd.factorize(self.frame.iloc[:, position], use_na_sentinel=True)
+            self._codes[position] = (codes.astype(np.int64), len(uniques))
+        return self._codes[position]
+
+    def ordered(self, position: int) -> np.ndarray | None:
+        """A column's values as float64 where they are ordered (numbers, datetimes)."""
+        series = self.frame.iloc[:, position]
+        if pd.api.types.is_bool_dtype(series.dtype):
+            return None
+        if is_datetime(series.dtype):
+            return ((series - series.min()) / pd.Timedelta(1, "s")).to_numpy(np.float64)
+        if is_timedelta(series.dtype):
+            return (series / pd.Timedelta(1, "s")).to_numpy(np.float64)
+        if is_number(series.dtype):
+            return series.to_numpy(dtype=np.float64, na_value=np.nan)
+        return None
+
+
+def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
+    """A value repeated over an entity's rows (see the module docstring), or None."""
+    codes, values = rows.codes(position)
+    present = codes >= 0
+    n = int(present.sum())
+    if values < MIN_PERSONS or values > n / 2 or _named_time(key.name):
+        return None
+    sizes = np.bincount(codes[present], minlength=values)
+    if sizes[sizes >= 2].sum() < KEY_SHARED * n:
+        return None
+    per_value = n / values
+    runs = 1 + int(np.count_nonzero(codes[1:] != codes[:-1]))
+    contiguous = runs <= KEY_CONTIGUOUS * values
+    shape = (f"{values:,} distinct values over {n:,} rows, {per_value:.1f} rows each on "
+             "average")
+    for other in range(rows.frame.shape[1]):
+        if other == position:
+            continue
+        occasions, count = rows.codes(other)
+        if count < 2 or count > OCCASION_REUSE * per_value or not (
+                count <= values or contiguous):
+            continue
+        both = present & (occasions >= 0)
+        pairs = pd.unique(codes[both] * (count + 1) + occasions[both])
+        if len(pairs) >= KEY_UNIQUE * both.sum():
+            return Finding(f"a person key: {shape}, one row per value and "
+                           f"{rows.frame.columns[other]!r} (the occasion, {count:,} values "
+                           "recurring over the keys)", "person key")
+    if not contiguous:
+        return None
+    within = (codes[1:] == codes[:-1]) & present[1:]
+    between = ~within & present[1:] & present[:-1]
+    for other in range(rows.frame.shape[1]):
+        times = rows.ordered(other) if other != position else None
+        if times is None or rows.codes(other)[1] < 3:
+            continue
+        steps = np.diff(times)
+        increasing = steps[within] > 0
+        restarting = steps[between] < 0
+        if len(increasing) and increasing.mean() >= RESTART_SHARE[0] and len(restarting) \
+                and restarting.mean() >= RESTART_SHARE[1]:
+            return Finding(f"a person key: {shape}, each value's rows contiguous, "
+                           f"{rows.frame.columns[other]!r} increasing within them and "
+                           "restarting at the next value (a time over a person's rows)",
+                           "person key")
+    return None
+
+
+def _whole_identifier(numbers: pd.Series, name: Any) -> Finding | None:
+    """Whole numbers never repeated, shaped as a row or person number or as drawn codes."""
+    n = len(numbers)
+    values = numbers.to_numpy(dtype=np.float64)
+    if n < MIN_ROWS or _named_time(name) or not numbers.is_unique:
+        return None
+    low, high = values.min(), values.max()
+    dense = high - low + 1 <= DENSE_SLACK * n
+    increasing = bool(np.all(np.diff(values) > 0))
+    shape = f"whole numbers never repeated over {n:,} rows"
+    if dense and (low in (0, 1) or increasing):
+        order = ", increasing with row order" if increasing else ""
+        return Finding(f"{shape}, a dense run from 0 or 1{order}: the shape of a row or "
+                       "person number", "distinct on every row")
+    if increasing:
+        return Finding(f"{shape}, increasing with row order: the shape of a record number",
+                       "numbered rows", confidence="medium")
+    if low >= 10 ** (CODE_DIGITS - 1):
+        spread = np.abs(np.sort(values) - np.linspace(low, high, n)).max() / (high - low)
+        if spread <= EVEN_SPREAD:
+            return Finding(f"{shape}, of {CODE_DIGITS} digits or more spread evenly over "
+                           "their range, as drawn codes are (a measurement has ties, gaps "
+                           "and skew)", "drawn codes", confidence="medium")
+    return None
+
+
+def _text_finding(present: pd.Series, counts: pd.Series, n: int) -> Finding | None:
+    """Names, free text and codes distinct on every row, from a text column's values."""
+    distinct = pd.Series(counts.index.astype(str), dtype=object).str.strip()
+    d = len(counts)
+    shape = f"{d:,} distinct texts in {n:,} rows"
+    if d >= MIN_NAMES and distinct.str.fullmatch(_NAME_SHAPE).mean() >= PATTERN_SHARE:
+        return Finding(f"{shape}, shaped as people's names (capitalised words)",
+                       "people's names")
+    words = _words(distinct).to_numpy()
+    alone = (counts == 1).to_numpy()
+    long_alone = int(np.count_nonzero(alone & (words >= FREE_TEXT_WORDS)))
+    sentences = int(np.count_nonzero(alone & (words >= SENTENCE_WORDS)))
+    if long_alone >= FREE_TEXT_VALUES or sentences:
+        return Finding(f"free text: {long_alone:,} texts of {FREE_TEXT_WORDS} words or more "
+                       f"(up to {int(words.max())}) each held by one row only; {shape}",
+                       "free text", proposal=DROPPED)
+    if n >= MIN_ROWS and d >= DISTINCT_SHARE * n:
+        typical = int(np.median(words))
+        return Finding(f"{shape}: one per row, {typical}-word texts as codes or names are",
+                       "distinct on every row")
+    return None
+
+
+def column_finding(series: pd.Series, frame: pd.DataFrame | _Rows | None = None
+                   ) -> Finding | None:
+    """Why ``series`` would let a person be found, or None (see the module docstring);
+    ``frame``, the table it is a column of, lets the person-key rule read the other
+    columns."""
     present = series.dropna()
     n = len(present)
     if n == 0 or pd.api.types.is_bool_dtype(series.dtype):
         return None
-    text = is_text(series.dtype) and not isinstance(series.dtype, pd.CategoricalDtype)
-    if text:
-        label = _looks_like(present)
-        if label is not None:
-            return f"its values look like {label}"
-    whole = is_number(series.dtype) and _is_whole(present)
-    if not (text or whole or detect_kind(series) == CATEGORICAL):
-        return _name_reason(series.name)  # fractions, dates: no count of values can tell
+    rows = _Rows(frame) if isinstance(frame, pd.DataFrame) else frame
+    position = _position(rows, series)
+    category = isinstance(series.dtype, pd.CategoricalDtype)
+    text = is_text(series.dtype) and not category
+    if text and (kind := _looks_like(present)) is not None:
+        counts = present.value_counts(sort=False)
+        return Finding(f"its values have the shape of {kind} ({len(counts):,} distinct in "
+                       f"{n:,} rows)", _PATTERN_LABELS.get(kind, kind))
+    if not (text or category or is_number(series.dtype)):
+        return _named(series.name, n, present.nunique())  # dates: no count of values tells
     counts = present.value_counts(sort=False)  # 0.2 s a column of 10^6 distinct numbers
+    d = len(counts)
+    if d <= 2:
+        return None  # flags and constants hold no person's value
+    numbers = present if is_number(series.dtype) else None
     if text:
-        distinct = pd.Series(counts.index.astype(str), dtype=object)
-        if len(counts) >= MIN_NAMES and distinct.str.fullmatch(_NAME_SHAPE).mean() >= PATTERN_SHARE:
-            return "its values look like people's names"
-        alone = distinct[(counts == 1).to_numpy()]
-        if (alone.str.split().str.len() >= FREE_TEXT_WORDS).any():
-            example = alone[alone.str.split().str.len() >= FREE_TEXT_WORDS].iloc[0]
-            return f"free text, some held by one row only (such as {example[:40]!r})"
-    if text or whole:
-        if n >= MIN_ROWS and len(counts) >= DISTINCT_SHARE * n:
-            return f"a distinct value in {len(counts):,} of {n:,} rows"
-    if text and len(counts) >= max(MIN_ROWS, TEXT_DISTINCT_SHARE * n):
-        return (f"{len(counts):,} distinct texts in {n:,} rows, as names, addresses or free "
-                "text have when a person has several rows")
-    if detect_kind(series) == CATEGORICAL:  # over every row: a missing cell is shared
+        reading, read = _reading(pd.Series(counts.index, dtype=object).astype(str).str.strip())
+        if reading == "datetime":
+            return None
+        if reading == "continuous":
+            numbers = present.map(pd.Series(read.to_numpy(), index=counts.index)).dropna()
+        elif (found := _text_finding(present, counts, n)) is not None:
+            return found
+    if numbers is not None:
+        if not _is_whole(numbers):
+            return _named(series.name, n, d)
+        if (found := _whole_identifier(numbers, series.name)) is not None:
+            return found
+    if rows is not None and position is not None and (
+            found := _person_key(series, rows, position)) is not None:
+        return found
+    if text and d >= max(MIN_ROWS, TEXT_DISTINCT_SHARE * n):
+        return Finding(f"{d:,} distinct texts in {n:,} rows, as names have where a person "
+                       "has several rows", "varied text", confidence="medium")
+    if text or category:  # over every row: a missing cell is shared
         alone = int((counts == 1).sum())
         if alone > SINGLETON_SHARE * len(series):
-            return f"{alone:,} of {len(series):,} rows hold a value no other row has"
-    return _name_reason(series.name)
+            return Finding(f"{alone:,} of {len(series):,} rows hold a value no other row "
+                           "has", "values held by one row")
+    return _named(series.name, n, d)
 
 
-def _name_reason(column: Any) -> str | None:
-    return "its name says it identifies a person" if _named_identifying(column) else None
+def _position(rows: _Rows | None, series: pd.Series) -> int | None:
+    if rows is None:
+        return None
+    matches = np.flatnonzero(rows.frame.columns == series.name)
+    return int(matches[0]) if len(matches) == 1 else None
 
 
-def _typing_hint(series: pd.Series) -> str:
-    """For a text column that reads as numbers or dates, the kind to declare instead."""
-    try:
-        typing = type_text_column(series, decimal=decimal_mark(series.dropna().iloc[:SAMPLE]),
-                                  date_format=None, where="", fix="")
-    except AvatarError:  # dates in both day/month orders: dates all the same
-        return "; its values read as dates: declare it 'datetime:FORMAT'"
-    hint = {"date": "datetime", "number": "continuous", "integer": "continuous"}.get(typing.kind)
-    return f"; its values read as {typing.kind}s: declare it {hint!r}" if hint else ""
+def _named(column: Any, n: int, distinct: int) -> Finding | None:
+    """The name rule, where a column can hold people's values."""
+    if distinct > 2 and distinct >= min(MIN_NAMED_DISTINCT, n / 2) and _named_identifying(
+            column):
+        return Finding(f"its name says it identifies a person, and it holds {distinct:,} "
+                       f"distinct values in {n:,} rows", "name says identifier",
+                       confidence="medium")
+    return None
 
 
 def identifying_columns(df: pd.DataFrame, types: Mapping[Any, str] | None = None,
@@ -182,14 +449,15 @@ def identifying_columns(df: pd.DataFrame, types: Mapping[Any, str] | None = None
     """Every column of ``df`` the rule flags, declared or not (those whose values are not
     released excepted: identifiers and dropped columns)."""
     types = types or {}
+    rows = _Rows(df)
     found = []
     for column in df.columns:
         series = df[column]
         released = column_kind(types.get(column)) not in (IDENTIFIER, DROPPED)
-        if released and (reason := column_reason(series)) is not None:
-            if column not in types and is_text(series.dtype):
-                reason += _typing_hint(series)
-            found.append(IdentifyingColumn(column, reason, table, is_number(series.dtype)))
+        if released and (finding := column_finding(series, rows)) is not None:
+            found.append(IdentifyingColumn(
+                column, finding.reason, table, is_number(series.dtype), finding.proposal,
+                finding.confidence, finding.label))
     return found
 
 
@@ -200,66 +468,52 @@ PSEUDONYM_LINK = ("pseudonyms of the original values: whoever can recompute them
 REATTACHED = {"row_order": "excluded, each avatar given its own original's value",
               "coordinate_similarity": "excluded, each avatar given the value of the original "
                                        "nearest to it"}
+MESSAGE_CHARACTERS = 300  # the refusal, its fix included, in one line this long at most
+FIXES = {
+    "python": "review ga.plan(data).to_yaml('plan.yaml') and pass "
+              "plan=ga.Plan.read('plan.yaml'), or declare them in types=",
+    "cli": "run gpu-avatar plan SOURCE -o plan.yaml, review it, then add --plan plan.yaml "
+           "(or --types COLUMN=KIND)",
+    "yaml": "run gpu-avatar plan CONFIG.yaml -o plan.yaml, review it, then add plan: "
+            "plan.yaml to the YAML (or declare them under tables.TABLE.types)",
+}
 
 
 class IdentifyingColumnsError(FixableError):
-    """Undeclared columns that would let a person be found: one error lists them all, with
-    the fix for each in the words of the entry point (``of``)."""
+    """Undeclared columns that would let a person be found: one line names them all (as
+    many as fit, each with a short clause, no value of the data) with the fix in the words
+    of the entry point; ``columns`` keeps every ``IdentifyingColumn`` with its full
+    evidence."""
+
+    def __init__(self, problem: str, fixes: Mapping[str, str],
+                 columns: list[IdentifyingColumn] | tuple = ()) -> None:
+        super().__init__(problem, fixes)
+        self.columns = list(columns)
 
     @classmethod
     def of(cls, found: list[IdentifyingColumn]) -> IdentifyingColumnsError:
-        lines = "; ".join(f"{c.name}: {c.reason}" for c in found)
-        problem = (f"{len(found)} column(s) could identify a person and are not declared "
-                   f"({lines}). Nothing was released")
-        return cls(problem, {
-            entry: "for each, declare it " + _fixes(found, entry) for entry in _ENTRIES
-        })
+        return cls(_problem(found, MESSAGE_CHARACTERS - 2 - max(map(len, FIXES.values()))),
+                   FIXES, found)
+
+    def within(self, context: str) -> IdentifyingColumnsError:
+        return type(self)(f"{context}: {self.problem}", self.fixes, self.columns)
+
+    def __reduce__(self):  # pickled (from a worker process) with its fixes and columns
+        return type(self), (self.problem, self.fixes, self.columns)
 
 
-_ENTRIES = ("python", "cli", "yaml")
-
-
-def _declaration(entry: str, columns: list[Any], kind: str) -> str:
-    """``columns`` declared ``kind``, as the entry point writes it."""
-    if entry == "cli":
-        return "--types " + " ".join(f"{c}={kind}" for c in columns)
-    if entry == "yaml":
-        return "types: {" + ", ".join(f"{c}: {kind}" for c in columns) + "}"
-    return "types={" + ", ".join(f"{c!r}: '{kind}'" for c in columns) + "}"
-
-
-def _table_declaration(entry: str, table: str | None, names: list[Any], kind: str) -> str:
-    """``names`` declared ``kind``; a database's table: where its types are declared (the
-    command line has no option for them: a YAML file, with ``url:`` for a database)."""
-    if table is None:
-        return _declaration(entry, names, kind)
-    if entry == "python":
-        types = _declaration(entry, names, kind).removeprefix("types=")
-        return (f"db.add_table({table!r}, ..., types={types}) (Database.from_sql: "
-                f"types={{{table!r}: {types}}})")
-    return f"tables: {{{table}: {{{_declaration('yaml', names, kind)}}}}} in a YAML file" + (
-        " (url: names the database)" if entry == "cli" else "")
-
-
-def _fixes(found: list[IdentifyingColumn], entry: str) -> str:
-    """``identifier`` (fresh values), dropped, or released knowingly: ``continuous`` for a
-    number (a measurement: avatars get barycentres), ``categorical`` for text."""
-
-    def declared(columns: list[IdentifyingColumn], kind: str) -> str:
-        per_table: dict[str | None, list[Any]] = {}
-        for column in columns:
-            per_table.setdefault(column.table, []).append(column.column)
-        return "; ".join(_table_declaration(entry, table, names, kind)
-                         for table, names in per_table.items())
-
-    numbers = [c for c in found if c.numeric]
-    texts = [c for c in found if not c.numeric]
-    knowingly = [f"a measurement, {declared(numbers, CONTINUOUS)}"] if numbers else []
-    knowingly += [f"text, {declared(texts, CATEGORICAL)}"] if texts else []
-    return (f"an identifier to give it fresh values, {declared(found, IDENTIFIER)} (or "
-            f"pseudonyms that keep joins: pseudonym:hmac:key_env=VARIABLE); or drop it, "
-            f"{declared(found, DROPPED)}; or release its values knowingly, as "
-            + " and as ".join(knowingly))
+def _problem(found: list[IdentifyingColumn], characters: int) -> str:
+    """``N column(s) need a decision before release: a (free text), ... and 3 more;
+    nothing was released``, as many clauses as ``characters`` allow."""
+    head = f"{len(found)} column(s) need a decision before release: "
+    tail = "; nothing was released"
+    clauses = [f"{c.short_name} ({c.label or 'could identify'})" for c in found]
+    for shown in range(len(clauses), 0, -1):
+        more = f" and {len(clauses) - shown} more" if shown < len(clauses) else ""
+        problem = head + ", ".join(clauses[:shown]) + more + tail
+        if len(problem) <= characters:
+            return problem
+    return f"{len(found)} column(s) need a decision before release{tail}"
 
 
 def refuse_undeclared(df: pd.DataFrame, types: Mapping[Any, str] | None,
