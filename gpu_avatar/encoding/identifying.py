@@ -55,7 +55,7 @@ import pandas as pd
 
 from ..errors import AvatarError, FixableError
 from ..parameters import column_kind, reattach_method
-from ..parsing import SAMPLE, decimal_mark, detect_date_reading, to_numbers
+from ..parsing import SAMPLE, decimal_mark, detect_date_reading, parse_iso, to_numbers
 from .kinds import (
     DROPPED,
     EXCLUDED,
@@ -113,15 +113,19 @@ FREE_TEXT_VALUES = 3  # ...when this many are: one rare long label is a category
 SENTENCE_WORDS = 8  # one text this long, held by one row, is a note about a person
 _NAME_SHAPE = r"[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+(?:\s+[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+)+"  # DUBOIS Maëlle
 MIN_NAMES = 10  # distinct values of a person's-name shape
-DENSE_SLACK = 1.1  # a dense run: its range at most this times its count of values
-CODE_DIGITS = 4  # drawn codes: evenly spread whole numbers of this many digits or more
+DENSE_SLACK = 1.25  # a dense run: its range at most this times its count of values
+CODE_DIGITS = 3  # drawn codes: evenly spread whole numbers of this many digits or more,
+CODE_SHARE = 0.1  # as many distinct as this share of rows (a postcode has fewer)
+MIN_CODES = 100  # fewer values spread evenly by chance
+NUMBERED_ROWS = 5  # consecutive numbers from 0 or 1 over this many rows number them
 EVEN_SPREAD = 0.1  # the largest gap between their distribution and an even one
-MIN_PERSONS = 8  # a person key has at least this many values...
+MIN_PERSONS = 8  # a person key, or a numbering, has at least this many values...
 KEY_SHARED = 0.9  # ...nearly every row sharing its value with another row
-OCCASION_REUSE = 3  # an occasion has at most this many values per row of a person
+OCCASION_COVERAGE = 0.5  # a person's rows cover this share of the occasions at least
 KEY_UNIQUE = 0.95  # the rows with one key and one occasion: nearly one
 KEY_CONTIGUOUS = 1.2  # a key's runs of rows at most this times its values
 RESTART_SHARE = (0.9, 0.5)  # a time increases within a key's runs, decreases between them
+NUMBERED_PERSON_ROWS = 20  # a subject number numbers few rows each (a sorted ward: many)
 KEY_ROWS = 200_000  # a person key shows in the first rows: the rest is not read for it
 MISSING_MARKERS = frozenset({"", ".", "-", "--", "?", "na", "n/a", "nan", "null", "none",
                              "missing", "nd", "n.d.", "#n/a", "*"})
@@ -215,7 +219,8 @@ def _is_whole(values: pd.Series) -> bool:
 
 
 def _words(texts: pd.Series) -> pd.Series:
-    return texts.str.split().str.len()
+    """Words of letters in each text (``1887.05.12 - 1893.10.30`` has none)."""
+    return texts.str.count(r"[^\W\d_]{2,}")
 
 
 def text_reading(series: pd.Series) -> str | None:
@@ -239,7 +244,7 @@ def _reading(distinct: pd.Series) -> tuple[str | None, pd.Series | None]:
         if numbers[kept.index].notna().all():
             return "continuous", numbers
         return None, None
-    if _dated(sample) and _dated(kept):
+    if (_dated(sample) and _dated(kept)) or parse_iso(kept).notna().all():  # 1949-02 too
         return "datetime", None
     return None, None
 
@@ -265,6 +270,12 @@ class _Rows:
             self._codes[position] = (codes.astype(np.int64), len(uniques))
         return self._codes[position]
 
+    def timed(self, position: int) -> bool:
+        """Whether a column holds times: datetimes, durations or fractions (hours)."""
+        series = self.frame.iloc[:, position]
+        return is_datetime(series.dtype) or is_timedelta(series.dtype) or (
+            is_number(series.dtype) and not _is_whole(series.dropna()))
+
     def ordered(self, position: int) -> np.ndarray | None:
         """A column's values as float64 where they are ordered (numbers, datetimes)."""
         series = self.frame.iloc[:, position]
@@ -284,7 +295,8 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
     codes, values = rows.codes(position)
     present = codes >= 0
     n = int(present.sum())
-    if values < MIN_PERSONS or values > n / 2 or _named_time(key.name):
+    if values < MIN_PERSONS or values > n / 2 or _named_time(key.name) or (
+            is_number(key.dtype) and not _is_whole(key.dropna())):  # fractions: measured
         return None
     sizes = np.bincount(codes[present], minlength=values)
     if sizes[sizes >= 2].sum() < KEY_SHARED * n:
@@ -294,26 +306,36 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
     contiguous = runs <= KEY_CONTIGUOUS * values
     shape = (f"{values:,} distinct values over {n:,} rows, {per_value:.1f} rows each on "
              "average")
+    names = rows.frame.columns
+    varying = []  # the columns that differ within a value's rows: occasions, measures
     for other in range(rows.frame.shape[1]):
-        if other == position:
+        occasions, count = rows.codes(other) if other != position else (None, 0)
+        if count < 2 or count * OCCASION_COVERAGE > per_value or not (
+                count <= values or contiguous and _named_time(names[other])):
             continue
-        occasions, count = rows.codes(other)
-        if count < 2 or count > OCCASION_REUSE * per_value or not (
-                count <= values or contiguous):
-            continue
-        both = present & (occasions >= 0)
-        pairs = pd.unique(codes[both] * (count + 1) + occasions[both])
-        if len(pairs) >= KEY_UNIQUE * both.sum():
-            return Finding(f"a person key: {shape}, one row per value and "
-                           f"{rows.frame.columns[other]!r} (the occasion, {count:,} values "
-                           "recurring over the keys)", "person key")
+        if _one_row_each(codes, occasions, count, present):
+            return Finding(f"a person key: {shape}, one row per value and {names[other]!r} "
+                           f"(the occasion, {count:,} values recurring over the keys)",
+                           "person key")
+        if _varies_within(codes, occasions, values, present):
+            varying.append(other)
+    if len(varying) > 1:  # occasions crossed: a session and a time of day
+        crossed = pd.MultiIndex.from_arrays([rows.codes(other)[0] for other in varying])
+        occasions, uniques = pd.factorize(crossed)
+        count = len(uniques)
+        if count * OCCASION_COVERAGE <= per_value and _one_row_each(
+                codes, occasions.astype(np.int64), count, present):
+            together = ", ".join(repr(names[other]) for other in varying)
+            return Finding(f"a person key: {shape}, one row per value and occasion "
+                           f"({together} together)", "person key")
     if not contiguous:
         return None
     within = (codes[1:] == codes[:-1]) & present[1:]
     between = ~within & present[1:] & present[:-1]
     for other in range(rows.frame.shape[1]):
         times = rows.ordered(other) if other != position else None
-        if times is None or rows.codes(other)[1] < 3:
+        if times is None or rows.codes(other)[1] < 3 or not (
+                _named_time(names[other]) or rows.timed(other)):
             continue
         steps = np.diff(times)
         increasing = steps[within] > 0
@@ -321,35 +343,69 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
         if len(increasing) and increasing.mean() >= RESTART_SHARE[0] and len(restarting) \
                 and restarting.mean() >= RESTART_SHARE[1]:
             return Finding(f"a person key: {shape}, each value's rows contiguous, "
-                           f"{rows.frame.columns[other]!r} increasing within them and "
-                           "restarting at the next value (a time over a person's rows)",
-                           "person key")
+                           f"{names[other]!r} increasing within them and restarting at the "
+                           "next value (a time over a person's rows)", "person key")
+    numbers = key.to_numpy(dtype=np.float64, na_value=np.nan) if is_number(key.dtype) else None
+    if numbers is not None and runs == values and per_value <= NUMBERED_PERSON_ROWS and \
+            np.nanmin(numbers) in (0, 1) and np.nanmax(numbers) - np.nanmin(numbers) + 1 == \
+            values and np.all(np.diff(numbers[present]) >= 0):
+        return Finding(f"a person key: {shape}, numbered from 0 or 1 in row order, each "
+                       "value's rows together (the shape of a subject number)", "person key",
+                       confidence="medium")
     return None
 
 
+def _one_row_each(codes: np.ndarray, occasions: np.ndarray, count: int,
+                  present: np.ndarray) -> bool:
+    """Whether (nearly) one row holds each key and occasion."""
+    both = present & (occasions >= 0)
+    pairs = pd.unique(codes[both] * (count + 1) + occasions[both])
+    return bool(both.any()) and len(pairs) >= KEY_UNIQUE * both.sum()
+
+
+def _varies_within(codes: np.ndarray, occasions: np.ndarray, values: int,
+                   present: np.ndarray) -> bool:
+    """Whether a column differs within most keys' rows (not a person's constant)."""
+    both = present & (occasions >= 0)
+    per_key = pd.Series(occasions[both]).groupby(codes[both]).nunique()
+    return bool((per_key > 1).mean() >= KEY_SHARED)
+
+
 def _whole_identifier(numbers: pd.Series, name: Any) -> Finding | None:
-    """Whole numbers never repeated, shaped as a row or person number or as drawn codes."""
+    """Whole numbers shaped as a row or person number, a numbering within groups, or drawn
+    codes (see the module docstring)."""
     n = len(numbers)
     values = numbers.to_numpy(dtype=np.float64)
-    if n < MIN_ROWS or _named_time(name) or not numbers.is_unique:
+    if n < NUMBERED_ROWS or _named_time(name):
         return None
     low, high = values.min(), values.max()
-    dense = high - low + 1 <= DENSE_SLACK * n
-    increasing = bool(np.all(np.diff(values) > 0))
-    shape = f"whole numbers never repeated over {n:,} rows"
-    if dense and (low in (0, 1) or increasing):
-        order = ", increasing with row order" if increasing else ""
-        return Finding(f"{shape}, a dense run from 0 or 1{order}: the shape of a row or "
-                       "person number", "distinct on every row")
-    if increasing:
-        return Finding(f"{shape}, increasing with row order: the shape of a record number",
-                       "numbered rows", confidence="medium")
-    if low >= 10 ** (CODE_DIGITS - 1):
+    steps = np.diff(values)
+    if numbers.is_unique:
+        shape = f"whole numbers never repeated over {n:,} rows"
+        increasing = bool(np.all(steps > 0))
+        dense = high - low + 1 <= DENSE_SLACK * n
+        if dense and (low in (0, 1) and (increasing or n >= MIN_ROWS)
+                      or increasing and n >= MIN_ROWS):
+            order = ", increasing with row order" if increasing else ""
+            return Finding(f"{shape}, a dense run from 0 or 1{order}: the shape of a row or "
+                           "person number", "distinct on every row")
+        if n >= MIN_ROWS and increasing:
+            return Finding(f"{shape}, increasing with row order: the shape of a record "
+                           "number", "numbered rows", confidence="medium")
+    distinct = int(numbers.nunique())
+    restarts = steps[steps != 1]
+    if low in (0, 1) and distinct >= MIN_PERSONS and distinct > n / 4 and len(restarts) and \
+            len(restarts) <= n / MIN_PERSONS and np.all(values[1:][steps != 1] == low):
+        return Finding(f"whole numbers counting rows from 0 or 1 by one, restarting "
+                       f"{len(restarts):,} times over {n:,} rows: the shape of a numbering "
+                       "within groups", "numbered rows", confidence="medium")
+    if low >= 10 ** (CODE_DIGITS - 1) and distinct >= max(MIN_CODES, CODE_SHARE * n):
         spread = np.abs(np.sort(values) - np.linspace(low, high, n)).max() / (high - low)
         if spread <= EVEN_SPREAD:
-            return Finding(f"{shape}, of {CODE_DIGITS} digits or more spread evenly over "
-                           "their range, as drawn codes are (a measurement has ties, gaps "
-                           "and skew)", "drawn codes", confidence="medium")
+            return Finding(f"{distinct:,} distinct whole numbers of {CODE_DIGITS} digits or "
+                           f"more over {n:,} rows, spread evenly over their range as drawn "
+                           "codes are (a measurement has ties, gaps and skew)", "drawn codes",
+                           confidence="medium")
     return None
 
 
@@ -409,22 +465,30 @@ def column_finding(series: pd.Series, frame: pd.DataFrame | _Rows | None = None
         elif (found := _text_finding(present, counts, n)) is not None:
             return found
     if numbers is not None:
-        if not _is_whole(numbers):
+        numbers = numbers[np.isfinite(numbers.to_numpy(np.float64))]  # an infinite bound
+        if numbers.empty or not _is_whole(numbers):
             return _named(series.name, n, d)
         if (found := _whole_identifier(numbers, series.name)) is not None:
             return found
     if rows is not None and position is not None and (
             found := _person_key(series, rows, position)) is not None:
         return found
-    if text and d >= max(MIN_ROWS, TEXT_DISTINCT_SHARE * n):
+    if text and d >= max(MIN_ROWS, TEXT_DISTINCT_SHARE * n) and _mostly_letters(counts):
         return Finding(f"{d:,} distinct texts in {n:,} rows, as names have where a person "
                        "has several rows", "varied text", confidence="medium")
     if text or category:  # over every row: a missing cell is shared
         alone = int((counts == 1).sum())
-        if alone > SINGLETON_SHARE * len(series):
+        if alone > SINGLETON_SHARE * len(series) and (category or _mostly_letters(counts)):
             return Finding(f"{alone:,} of {len(series):,} rows hold a value no other row "
                            "has", "values held by one row")
     return _named(series.name, n, d)
+
+
+def _mostly_letters(counts: pd.Series) -> bool:
+    """Whether most distinct texts are mostly letters, as names are (not ``<0.006``)."""
+    texts = pd.Series(counts.index.astype(str), dtype=object)
+    letters = texts.str.count(r"[^\W\d_]") / texts.str.len().clip(lower=1)
+    return bool(letters.median() >= 0.5)
 
 
 def _position(rows: _Rows | None, series: pd.Series) -> int | None:
@@ -436,7 +500,7 @@ def _position(rows: _Rows | None, series: pd.Series) -> int | None:
 
 def _named(column: Any, n: int, distinct: int) -> Finding | None:
     """The name rule, where a column can hold people's values."""
-    if distinct > 2 and distinct >= min(MIN_NAMED_DISTINCT, n / 2) and _named_identifying(
+    if distinct > 2 and distinct >= min(MIN_NAMED_DISTINCT, n / 3) and _named_identifying(
             column):
         return Finding(f"its name says it identifies a person, and it holds {distinct:,} "
                        f"distinct values in {n:,} rows", "name says identifier",
