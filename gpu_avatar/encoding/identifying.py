@@ -219,8 +219,11 @@ def _is_whole(values: pd.Series) -> bool:
 
 
 def _words(texts: pd.Series) -> pd.Series:
-    """Words of letters in each text (``1887.05.12 - 1893.10.30`` has none)."""
-    return texts.str.count(r"[^\W\d_]{2,}")
+    """The words of each text, 0 where fewer than half have letters (dates, codes and
+    numbers: ``1887.05.12 - 1893.10.30 (Death)`` is no sentence)."""
+    tokens = texts.str.count(r"\S+")
+    worded = texts.str.count(r"\S*[^\W\d_]\S*")
+    return tokens.where(2 * worded >= tokens, 0)
 
 
 def text_reading(series: pd.Series) -> str | None:
@@ -426,9 +429,9 @@ def _text_finding(present: pd.Series, counts: pd.Series, n: int) -> Finding | No
                        f"(up to {int(words.max())}) each held by one row only; {shape}",
                        "free text", proposal=DROPPED)
     if n >= MIN_ROWS and d >= DISTINCT_SHARE * n:
-        typical = int(np.median(words))
-        return Finding(f"{shape}: one per row, {typical}-word texts as codes or names are",
-                       "distinct on every row")
+        typical = int(np.median(distinct.str.len()))
+        return Finding(f"{shape}: one per row, as codes or names are ({typical} characters "
+                       "typically)", "distinct on every row")
     return None
 
 
@@ -453,7 +456,7 @@ def column_finding(series: pd.Series, frame: pd.DataFrame | _Rows | None = None
         return _named(series.name, n, present.nunique())  # dates: no count of values tells
     counts = present.value_counts(sort=False)  # 0.2 s a column of 10^6 distinct numbers
     d = len(counts)
-    if d <= 2:
+    if d <= 2 and not text:
         return None  # flags and constants hold no person's value
     numbers = present if is_number(series.dtype) else None
     if text:
@@ -463,7 +466,9 @@ def column_finding(series: pd.Series, frame: pd.DataFrame | _Rows | None = None
         if reading == "continuous":
             numbers = present.map(pd.Series(read.to_numpy(), index=counts.index)).dropna()
         elif (found := _text_finding(present, counts, n)) is not None:
-            return found
+            return found  # one note among blank cells is free text still
+    if d <= 2:
+        return None
     if numbers is not None:
         numbers = numbers[np.isfinite(numbers.to_numpy(np.float64))]  # an infinite bound
         if numbers.empty or not _is_whole(numbers):
