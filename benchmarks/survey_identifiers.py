@@ -53,9 +53,9 @@ def _people(rng: np.random.Generator, n: int) -> pd.DataFrame:
     first, last = rng.choice(FIRST, n), rng.choice(LAST, n)
     domains = rng.choice(["mail.fr", "example.org", "inbox.com", "univ.edu"], n)
     return pd.DataFrame({
-        "full_name": [f"{f} {ln.upper()}" for f, ln in zip(first, last)],
+        "full_name": [f"{f} {ln.upper()}" for f, ln in zip(first, last, strict=True)],
         "email": [f"{f.lower()}.{ln.lower()}{i}@{d}" for i, (f, ln, d)
-                  in enumerate(zip(first, last, domains))],
+                  in enumerate(zip(first, last, domains, strict=True))],
     })
 
 
@@ -144,7 +144,8 @@ def built_tables() -> dict[str, pd.DataFrame]:
     kids = 300
     mom = rng.choice(np.arange(10000, 99999), 220, replace=False)
     mothers = np.concatenate([mom, rng.choice(mom, kids - 220)])
-    household = dict(zip(mom, rng.choice(np.arange(100, 999), 220, replace=False)))
+    household = dict(zip(mom, rng.choice(np.arange(100, 999), 220, replace=False),
+                         strict=True))
     panel = pd.DataFrame({"childid": np.tile(np.arange(1, kids + 1), 4),
                           "wave": np.repeat(np.arange(1, 5), kids),
                           "mom": np.tile(mothers, 4)})
@@ -192,7 +193,8 @@ def package_tables() -> dict[str, pd.DataFrame]:
     for name in dir(sksurv):
         if name.startswith("load_") and name != "load_arff_files_standardized":
             features, outcome = getattr(sksurv, name)()
-            tables[f"sksurv_{name[5:]}"] = features.join(pd.DataFrame(outcome, index=features.index))
+            outcome = pd.DataFrame(outcome, index=features.index)
+            tables[f"sksurv_{name[5:]}"] = features.join(outcome)
     for name in pingouin.list_dataset().index:
         tables[f"pingouin_{name}"] = pingouin.read_dataset(name)
     for name in ("anes96 cancer ccard china_smoking committee copper cpunish danish_data elnino "
@@ -260,9 +262,9 @@ def figures(flagged: set[tuple[str, str]], labels: pd.DataFrame,
     identifiers missed and flagged."""
     labels = labels[labels["table"].isin(tables)]
     flagged = {c for c in flagged if c[0] in tables}
-    labelled = set(zip(labels["table"], labels["column"]))
+    labelled = set(zip(labels["table"], labels["column"], strict=True))
     persons = labels[~labels["label"].isin(RECORD_LABELS)]
-    identifiers = set(zip(persons["table"], persons["column"]))
+    identifiers = set(zip(persons["table"], persons["column"], strict=True))
     false = flagged - labelled
     return {"tables": len(tables), "flagged": len(flagged), "identifiers": len(identifiers),
             "false alarms": len(false) / max(len(flagged), 1),
@@ -282,7 +284,7 @@ def report() -> None:
         seconds += time.perf_counter() - start
         for column in found:
             flagged[(name, str(column.column))] = column
-    labelled = set(zip(labels["table"], labels["column"]))
+    labelled = set(zip(labels["table"], labels["column"], strict=True))
     people = listing.loc[listing["people"], "table"].tolist()
     rows = {"every table": figures(set(flagged), labels, list(tables)),
             "tables about people": figures(set(flagged), labels, people)}

@@ -72,6 +72,7 @@ MIN_ROWS = 20  # below, distinct numbers say little (ten ages are often all dist
 SINGLETON_SHARE = 0.5
 PATTERN_SHARE = 0.9
 _PATTERN_SAMPLE = 1000
+_FIRST_VALUES = 20  # a shape most of these do not have is not tried on more
 PATTERNS = {
     "e-mail addresses": r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}",
     "phone numbers": r"(?:\+|00)\d[\d\s.()-]{6,}\d|0\d(?:[\s.-]?\d{2}){4}"
@@ -103,7 +104,7 @@ MIN_NAMED_DISTINCT = 10  # a name word counts where a column can hold people's v
 TIME_WORDS = frozenset({
     "year", "yr", "yrs", "day", "days", "time", "age", "duration", "period", "date", "month",
     "week", "hour", "hours", "minute", "minutes", "second", "seconds", "min", "sec", "dur",
-    "visit", "dose", "occasion", "wave", "round", "cycle", "session", "phase", "timepoint",
+    "visit", "occasion", "wave", "round", "cycle", "session", "phase", "timepoint",
     "rank", "ranking", "step", "annee", "année", "jour", "jours", "mois", "semaine", "heure",
     "an", "ans", "âge", "delai", "délai", "duree", "durée", "follow", "followup", "t",
 })
@@ -182,7 +183,10 @@ class IdentifyingColumn:
 def _looks_like(text: pd.Series) -> str | None:
     """The kind of direct identifier most sampled values look like, if any."""
     sample = text.iloc[:_PATTERN_SAMPLE].astype(str).str.strip()
+    first = sample.iloc[:_FIRST_VALUES]
     for label, pattern in PATTERNS.items():
+        if first.str.fullmatch(pattern).mean() < PATTERN_SHARE / 2:  # most columns: at once
+            continue
         matched = sample.str.fullmatch(pattern)
         if label == "phone numbers":
             digits = sample.str.count(r"\d")
@@ -241,6 +245,8 @@ def _reading(distinct: pd.Series) -> tuple[str | None, pd.Series | None]:
     if kept.empty:
         return None, None
     sample = kept.iloc[:SAMPLE]
+    if not sample.iloc[:_FIRST_VALUES].str.contains(r"\d").all():  # words: no number, date
+        return None, None
     decimal = decimal_mark(sample)
     if to_numbers(sample, decimal).notna().all():
         numbers = to_numbers(distinct, decimal)
@@ -274,10 +280,9 @@ class _Rows:
         return self._codes[position]
 
     def timed(self, position: int) -> bool:
-        """Whether a column holds times: datetimes, durations or fractions (hours)."""
-        series = self.frame.iloc[:, position]
-        return is_datetime(series.dtype) or is_timedelta(series.dtype) or (
-            is_number(series.dtype) and not _is_whole(series.dropna()))
+        """Whether a column holds times: datetimes or durations (else its name says)."""
+        dtype = self.frame.dtypes.iloc[position]
+        return is_datetime(dtype) or is_timedelta(dtype)
 
     def ordered(self, position: int) -> np.ndarray | None:
         """A column's values as float64 where they are ordered (numbers, datetimes)."""
