@@ -328,11 +328,13 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
         if _varies_within(codes, occasions, values, present):
             varying.append(other)
     if len(varying) > 1:  # occasions crossed: a session and a time of day
-        crossed = pd.MultiIndex.from_arrays([rows.codes(other)[0] for other in varying])
-        occasions, uniques = pd.factorize(crossed)
-        count = len(uniques)
+        occasions, count = rows.codes(varying[0])
+        for other in varying[1:]:  # each pair numbered anew: no overflow
+            more, more_count = rows.codes(other)
+            occasions, uniques = pd.factorize(occasions * (more_count + 1) + more)
+            count = len(uniques)
         if count * OCCASION_COVERAGE <= per_value and _one_row_each(
-                codes, occasions.astype(np.int64), count, present):
+                codes, occasions.astype(np.int64), count, present):  # a missing one: apart
             together = ", ".join(repr(names[other]) for other in varying)
             return Finding(f"a person key: {shape}, one row per value and occasion "
                            f"({together} together)", "person key")
@@ -458,26 +460,30 @@ def column_finding(series: pd.Series, frame: pd.DataFrame | _Rows | None = None
         return Finding(f"its values have the shape of {kind} ({len(counts):,} distinct in "
                        f"{n:,} rows)", _PATTERN_LABELS.get(kind, kind))
     if not (text or category or is_number(series.dtype)):
-        return _named(series.name, n, present.nunique())  # dates: no count of values tells
-    counts = present.value_counts(sort=False)  # 0.2 s a column of 10^6 distinct numbers
-    d = len(counts)
-    if d <= 2 and not text:
-        return None  # flags and constants hold no person's value
-    numbers = present if is_number(series.dtype) else None
-    if text:
-        reading, read = _reading(pd.Series(counts.index, dtype=object).astype(str).str.strip())
-        if reading == "datetime":
-            return None
-        if reading == "continuous":
-            numbers = present.map(pd.Series(read.to_numpy(), index=counts.index)).dropna()
-        elif (found := _text_finding(present, counts, n)) is not None:
-            return found  # one note among blank cells is free text still
-    if d <= 2:
-        return None
+        return _named(series.name, present)  # dates: no count of values tells
+    numbers = present if is_number(series.dtype) and not category else None
     if numbers is not None:
         numbers = numbers[np.isfinite(numbers.to_numpy(np.float64))]  # an infinite bound
         if numbers.empty or not _is_whole(numbers):
-            return _named(series.name, n, d)
+            return _named(series.name, present)  # fractions: measured
+    if text:
+        codes, uniques = pd.factorize(present)
+        counts = pd.Series(np.bincount(codes, minlength=len(uniques)), index=uniques)
+        reading, read = _reading(pd.Series(uniques, dtype=object).astype(str).str.strip())
+        if reading == "datetime":
+            return None
+        if reading == "continuous":
+            numbers = pd.Series(read.to_numpy()[codes], index=present.index).dropna()
+        elif (found := _text_finding(present, counts, n)) is not None:
+            return found  # one note among blank cells is free text still
+    else:
+        counts = present.value_counts(sort=False)  # 0.1 s 10^6 distinct whole numbers
+    d = len(counts)
+    if d <= 2:
+        return None  # flags and constants hold no person's value
+    if numbers is not None and not numbers.empty:
+        if not _is_whole(numbers):
+            return _named(series.name, present)
         if (found := _whole_identifier(numbers, series.name)) is not None:
             return found
     if rows is not None and position is not None and (
@@ -491,7 +497,7 @@ def column_finding(series: pd.Series, frame: pd.DataFrame | _Rows | None = None
         if alone > SINGLETON_SHARE * len(series) and (category or _mostly_letters(counts)):
             return Finding(f"{alone:,} of {len(series):,} rows hold a value no other row "
                            "has", "values held by one row")
-    return _named(series.name, n, d)
+    return _named(series.name, present)
 
 
 def _mostly_letters(counts: pd.Series) -> bool:
@@ -508,10 +514,12 @@ def _position(rows: _Rows | None, series: pd.Series) -> int | None:
     return int(matches[0]) if len(matches) == 1 else None
 
 
-def _named(column: Any, n: int, distinct: int) -> Finding | None:
-    """The name rule, where a column can hold people's values."""
-    if distinct > 2 and distinct >= min(MIN_NAMED_DISTINCT, n / 3) and _named_identifying(
-            column):
+def _named(column: Any, present: pd.Series) -> Finding | None:
+    """The name rule, where a column can hold people's values (not a two-valued flag)."""
+    if not _named_identifying(column):
+        return None
+    n, distinct = len(present), int(present.nunique())
+    if distinct > 2 and distinct >= min(MIN_NAMED_DISTINCT, n / 3):
         return Finding(f"its name says it identifies a person, and it holds {distinct:,} "
                        f"distinct values in {n:,} rows", "name says identifier",
                        confidence="medium")
