@@ -3,38 +3,48 @@ every entry point (``avatarize``, ``advise``, ``avatarize_database``, ``Database
 streaming, the command line).
 
 A column is flagged, with its evidence in words that never quote one of its values (its
-shape instead: counts of values and rows, words per text), when:
+shape instead: counts of values and rows, words per text), a proposal (``identifier``, or
+``dropped`` for free text), a confidence and a short label, when:
 
 - its text values have the shape of direct identifiers (``PATTERNS``: e-mail, phone number,
   French NIR, US SSN, IBAN, UUID) in at least ``PATTERN_SHARE`` of a sample, or of people's
   names (``DUBOIS Maëlle``: at least ``MIN_NAMES`` distinct);
 - it holds free text: at least ``FREE_TEXT_VALUES`` texts of ``FREE_TEXT_WORDS`` words or
-  more that one row each holds, or one sentence (``SENTENCE_WORDS`` words) alone; one rare
-  long category label is not free text;
+  more that one row each holds, or one sentence (``SENTENCE_WORDS`` words) alone, words
+  being mostly of letters (two dates and a reason are no sentence); one rare long category
+  label is not free text;
 - its text is distinct on (nearly) every row (``DISTINCT_SHARE`` of ``MIN_ROWS`` or more);
-- its whole numbers have an identifier's shape: never repeated over ``MIN_ROWS`` or more
-  rows and a dense run (range close to their count) from 0 or 1 or increasing with row
-  order, or spread evenly as drawn codes of ``CODE_DIGITS`` digits or more. Measurements
-  (survival times, incomes, counts) have ties, gaps and skew and are not flagged; years,
-  time indices and ranks share an identifier's shape, so their name decides
-  (``TIME_WORDS``);
-- it is a person key: in a table with several rows per person, a column with at least
-  ``MIN_PERSONS`` values, nearly every row sharing its value with another, whose rows of one
-  value differ in an occasion (one row per value and visit, dose, age...: another column of
-  few values that recur over the values) or in a time that restarts at each value's rows
-  (contiguous rows, increasing within them). A ward or a country has many rows at one
-  occasion; a column named as a time or occasion is no key;
+- its whole numbers have an identifier's shape: never repeated and a dense run (a range at
+  most ``DENSE_SLACK`` times their count) from 0 or 1 (over ``MIN_ROWS`` rows, or fewer in
+  row order) or increasing with row order; a numbering from 0 or 1 that restarts by group
+  (``MIN_PERSONS`` values or more); or drawn codes: ``MIN_CODES`` values or more of
+  ``CODE_DIGITS`` digits or more, spread evenly over their range (within ``EVEN_SPREAD``),
+  repeated or not. Measurements (survival times, incomes, counts, populations) have ties,
+  gaps and skew and are not flagged; years, time indices and ranks share an identifier's
+  shape, so their name decides (``TIME_WORDS``, ``TIME_STEMS``);
+- it is a person key: in a table with several rows per person, whole numbers or text with
+  at least ``MIN_PERSONS`` values, ``KEY_SHARED`` of the rows sharing their value with
+  another, whose rows of one value differ in an occasion: another column (or several
+  crossed: a session and a time of day) with one row per key and occasion, whose values a
+  person's rows mostly cover (``OCCASION_COVERAGE``) and that has no more values than the
+  key; or, the key's rows contiguous, a time (a datetime, or a column named so) increasing
+  within them and restarting at the next key; or subject numbers 1, 1, 2, 2... in row order.
+  A ward or a drug has many rows at one occasion, a measure sorted within groups is no
+  time, and a column named as a time or occasion is no key. It is sought in the first
+  ``KEY_ROWS`` rows;
 - its text is varied: ``MIN_ROWS`` or more distinct texts, ``TEXT_DISTINCT_SHARE`` of its
-  rows, as names have where a person has several rows (medium confidence);
-- most rows of a categorical column (over ``SINGLETON_SHARE``) hold a value no other has;
+  rows, mostly letters, as names have where a person has several rows (medium confidence);
+- most rows of a categorical column (over ``SINGLETON_SHARE``) hold a value no other has
+  (text: mostly letters);
 - its name says it identifies a person (``IDENTIFYING_NAME_WORDS``: id, ipp, email,
   phone...; ``name``/``nom`` alone or beside ``PERSON_WORDS``), where it can hold a person's
-  values: ``MIN_NAMED_DISTINCT`` distinct values or half its rows, never a two-valued flag.
+  values: ``MIN_NAMED_DISTINCT`` distinct values or a third of its rows, more than two.
 
 Not flagged: booleans, constants and two-valued columns, fractions and dates (no count of
-values tells them from measurements), and text that reads as numbers or dates apart from a
-missing marker (``MISSING_MARKERS``; ``text_reading`` says which: ``continuous`` or
-``datetime``) — read as numbers, its whole numbers meet the rules above.
+values tells them from measurements; their name still counts), and text that reads as
+numbers or dates apart from a missing marker (``MISSING_MARKERS``; ``text_reading`` says
+which: ``continuous`` or ``datetime``): read as numbers, its whole numbers meet the rules
+above. Measured on 106 public and built tables (``benchmarks/survey_identifiers.py``).
 
 A flagged column is refused unless the user declared its kind: ``identifier`` (fresh values,
 the proposal for identifiers and keys), ``dropped`` (the proposal for free text),
