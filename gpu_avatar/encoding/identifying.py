@@ -583,12 +583,17 @@ class IdentifyingColumnsError(FixableError):
         self.columns = list(columns)
 
     @classmethod
-    def of(cls, found: list[IdentifyingColumn]) -> IdentifyingColumnsError:
-        return cls(_problem(found, MESSAGE_CHARACTERS - 2 - max(map(len, FIXES.values()))),
-                   FIXES, found)
+    def of(cls, found: list[IdentifyingColumn], context: str = "") -> IdentifyingColumnsError:
+        """The error for ``found``, after ``context`` (a file, a table): as many columns
+        named as the line has room for."""
+        room = MESSAGE_CHARACTERS - 2 - max(map(len, FIXES.values())) - len(context)
+        return cls(context + _problem(found, room), FIXES, found)
 
     def within(self, context: str) -> IdentifyingColumnsError:
-        return type(self)(f"{context}: {self.problem}", self.fixes, self.columns)
+        if not self.columns:
+            return type(self)(f"{context}: {self.problem}", self.fixes)
+        before = self.problem[:self.problem.find(f"{len(self.columns)} column(s) need")]
+        return type(self).of(self.columns, f"{context}: {before}")
 
     def __reduce__(self):  # pickled (from a worker process) with its fixes and columns
         return type(self), (self.problem, self.fixes, self.columns)

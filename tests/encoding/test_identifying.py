@@ -142,7 +142,9 @@ def test_the_refusal_is_one_line_without_values_and_keeps_its_columns():
     assert len(error.columns) == 13 and error.columns[-1].proposal == "dropped"
     again = pickle.loads(pickle.dumps(error))  # from a worker process
     assert again.columns == error.columns and str(again) == str(error)
-    assert again.within("table t").columns == error.columns
+    placed = again.within("a_rather_long_folder_name/and_a_file_name_too.csv")
+    assert placed.columns == error.columns and placed.problem.startswith("a_rather_long")
+    assert all(len(placed.worded(entry)) <= 300 for entry in ("python", "cli", "yaml"))
 
 
 def test_a_column_finding_is_a_checked_kind():
