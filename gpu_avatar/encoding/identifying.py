@@ -310,6 +310,7 @@ class _Rows:
 
 def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
     """A value repeated over an entity's rows (see the module docstring), or None."""
+    key = rows.frame.iloc[:, position]  # its first rows, as the codes
     codes, values = rows.codes(position)
     present = codes >= 0
     n = int(present.sum())

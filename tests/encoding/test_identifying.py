@@ -150,3 +150,11 @@ def test_the_refusal_is_one_line_without_values_and_keeps_its_columns():
 def test_a_column_finding_is_a_checked_kind():
     with pytest.raises(ValueError, match="no such proposal"):
         IdentifyingColumn("a", "why", proposal="categorical")
+
+
+def test_a_person_key_is_sought_in_the_first_rows_of_a_long_table(monkeypatch):
+    monkeypatch.setattr("gpu_avatar.encoding.identifying.KEY_ROWS", 100)
+    rng = np.random.default_rng(9)
+    df = pd.DataFrame({"subject": np.repeat(np.arange(1, 41), 6),
+                       "conc": rng.gamma(4, 1.5, 240)})  # subject numbers in row order
+    assert found(df)["subject"].label == "person key"
