@@ -15,13 +15,13 @@ shape instead: counts of values and rows, words per text), a proposal (``identif
   label is not free text;
 - its text is distinct on (nearly) every row (``DISTINCT_SHARE`` of ``MIN_ROWS`` or more);
 - its whole numbers have an identifier's shape: never repeated and a dense run (a range at
-  most ``DENSE_SLACK`` times their count) from 0 or 1 (over ``MIN_ROWS`` rows, or fewer in
-  row order) or increasing with row order; a numbering from 0 or 1 that restarts by group
-  (``MIN_PERSONS`` values or more); or drawn codes: ``MIN_CODES`` values or more of
-  ``CODE_DIGITS`` digits or more, spread evenly over their range (within ``EVEN_SPREAD``),
-  repeated or not. Measurements (survival times, incomes, counts, populations) have ties,
-  gaps and skew and are not flagged; years, time indices and ranks share an identifier's
-  shape, so their name decides (``TIME_WORDS``, ``TIME_STEMS``);
+  most ``DENSE_SLACK`` times their count) from 0 or 1 (over ``MIN_ROWS`` rows, or
+  ``NUMBERED_ROWS`` in row order) or increasing with row order; a numbering from 0 or 1 that
+  restarts by group (``MIN_PERSONS`` values or more); or drawn codes: ``MIN_CODES`` values
+  or more of ``CODE_DIGITS`` digits or more, spread evenly over their range (within
+  ``EVEN_SPREAD``), repeated or not. Measurements (survival times, incomes, counts,
+  populations) have ties, gaps and skew and are not flagged; years, time indices and ranks
+  share an identifier's shape, so their name decides (``TIME_WORDS``, ``TIME_STEMS``);
 - it is a person key: in a table with several rows per person, whole numbers or text with
   at least ``MIN_PERSONS`` values, ``KEY_SHARED`` of the rows sharing their value with
   another, whose rows of one value differ in an occasion: another column (or several
@@ -128,7 +128,7 @@ DENSE_SLACK = 1.25  # a dense run: its range at most this times its count of val
 CODE_DIGITS = 3  # drawn codes: evenly spread whole numbers of this many digits or more,
 CODE_SHARE = 0.1  # as many distinct as this share of rows (a postcode has fewer)
 MIN_CODES = 100  # fewer values spread evenly by chance
-NUMBERED_ROWS = 5  # consecutive numbers from 0 or 1 over this many rows number them
+NUMBERED_ROWS = 8  # numbers from 0 or 1 in row order over this many rows number them
 EVEN_SPREAD = 0.1  # the largest gap between their distribution and an even one
 MIN_PERSONS = 8  # a person key, or a numbering, has at least this many values...
 KEY_SHARED = 0.9  # ...nearly every row sharing its value with another row
