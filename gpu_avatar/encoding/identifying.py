@@ -144,6 +144,13 @@ CONFIDENCES = ("high", "medium", "low")
 PROPOSALS = (IDENTIFIER, DROPPED)
 
 
+def _check_proposal(proposal: str, confidence: str) -> None:
+    if proposal not in PROPOSALS or confidence not in CONFIDENCES:
+        raise ValueError(f"no such proposal or confidence: {proposal!r}, {confidence!r} "
+                         f"(proposals: {', '.join(PROPOSALS)}; confidences: "
+                         f"{', '.join(CONFIDENCES)})")
+
+
 @dataclass(frozen=True)
 class Finding:
     """Why a column could let a person be found: the evidence in words (no value of it),
@@ -156,9 +163,7 @@ class Finding:
     confidence: str = "high"
 
     def __post_init__(self) -> None:
-        if self.proposal not in PROPOSALS or self.confidence not in CONFIDENCES:
-            raise ValueError(f"no such proposal or confidence: {self.proposal!r}, "
-                             f"{self.confidence!r}")
+        _check_proposal(self.proposal, self.confidence)
 
 
 @dataclass(frozen=True)
@@ -176,9 +181,7 @@ class IdentifyingColumn:
     label: str = ""
 
     def __post_init__(self) -> None:
-        if self.proposal not in PROPOSALS or self.confidence not in CONFIDENCES:
-            raise ValueError(f"no such proposal or confidence: {self.proposal!r}, "
-                             f"{self.confidence!r}")
+        _check_proposal(self.proposal, self.confidence)
 
     @property
     def name(self) -> str:
