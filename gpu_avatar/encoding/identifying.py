@@ -134,6 +134,7 @@ MIN_PERSONS = 8  # a person key, or a numbering, has at least this many values..
 KEY_SHARED = 0.9  # ...nearly every row sharing its value with another row
 OCCASION_COVERAGE = 0.5  # a person's rows cover this share of the occasions at least
 KEY_UNIQUE = 0.95  # the rows with one key and one occasion: nearly one
+CHANCE_PAIRS = 5  # pairs unrelated columns would share: rows too few for them prove nothing
 KEY_CONTIGUOUS = 1.2  # a key's runs of rows at most this times its values
 RESTART_SHARE = (0.9, 0.5)  # a time increases within a key's runs, decreases between them
 NUMBERED_PERSON_ROWS = 20  # a subject number numbers few rows each (a sorted ward: many)
@@ -381,10 +382,15 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
 
 def _one_row_each(codes: np.ndarray, occasions: np.ndarray, count: int,
                   present: np.ndarray) -> bool:
-    """Whether (nearly) one row holds each key and occasion."""
+    """Whether (nearly) one row holds each key and occasion, on nearly every key's row,
+    in rows too many for chance: unrelated columns of so many values would share a pair
+    ``CHANCE_PAIRS`` times, on average."""
     both = present & (occasions >= 0)
+    rows, values = int(both.sum()), int(codes.max()) + 1
+    if rows < KEY_SHARED * present.sum() or rows * rows < 2 * CHANCE_PAIRS * values * count:
+        return False
     pairs = pd.unique(codes[both] * (count + 1) + occasions[both])
-    return bool(both.any()) and len(pairs) >= KEY_UNIQUE * both.sum()
+    return len(pairs) >= KEY_UNIQUE * rows
 
 
 def _varies_within(codes: np.ndarray, occasions: np.ndarray, values: int,
