@@ -22,16 +22,18 @@ shape instead: counts of values and rows, words per text), a proposal (``identif
   ``EVEN_SPREAD``), repeated or not. Measurements (survival times, incomes, counts,
   populations) have ties, gaps and skew and are not flagged; years, time indices and ranks
   share an identifier's shape, so their name decides (``TIME_WORDS``, ``TIME_STEMS``);
-- it is a person key: in a table with several rows per person, whole numbers or text with
-  at least ``MIN_PERSONS`` values, ``KEY_SHARED`` of the rows sharing their value with
-  another, whose rows of one value differ in an occasion: another column (or several
-  crossed: a session and a time of day) with one row per key and occasion, whose values a
-  person's rows mostly cover (``OCCASION_COVERAGE``) and that has no more values than the
-  key; or, the key's rows contiguous, a time (a datetime, or a column named so) increasing
-  within them and restarting at the next key; or subject numbers 1, 1, 2, 2... in row order.
-  A ward or a drug has many rows at one occasion, a measure sorted within groups is no
-  time, and a column named as a time or occasion is no key. It is sought in the first
-  ``KEY_ROWS`` rows;
+- it is a person key: in a table with several rows per person, whole numbers or text with at
+  least ``MIN_PERSONS`` values, ``KEY_SHARED`` of the rows sharing their value with another,
+  whose rows of one value differ in an occasion: another column (or several crossed: a
+  session and a time of day) with one row per key and occasion, whose values a person's rows
+  mostly cover (``OCCASION_COVERAGE``) and that has no more values than the key; or, the
+  key's rows contiguous, a time (a datetime, or a column named so) increasing within them,
+  with many keys of a few rows each (keys squared at least the rows), or restarting at the
+  next key while a trait (a weight, a dose) stays the same over each key's rows; or subject
+  numbers 1, 1, 2, 2... in row order. A ward or a drug has many rows at one occasion and no
+  trait of a person's (rows sorted by ward and date restart too), a measure sorted within
+  groups is no time, and a column named as a time or occasion is no key. It is sought in the
+  first ``KEY_ROWS`` rows;
 - its text is varied: ``MIN_ROWS`` or more distinct texts, ``TEXT_DISTINCT_SHARE`` of its
   rows, mostly letters, as names have where a person has several rows (medium confidence);
 - most rows of a categorical column (over ``SINGLETON_SHARE``) hold a value no other has
@@ -365,11 +367,18 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
         steps = np.diff(times)
         increasing = steps[within] > 0
         restarting = steps[between] < 0
-        if len(increasing) and increasing.mean() >= RESTART_SHARE[0] and len(restarting) \
-                and restarting.mean() >= RESTART_SHARE[1]:
+        if not len(increasing) or increasing.mean() < RESTART_SHARE[0]:
+            continue
+        if values * values >= n:  # many values, each of a few rows
+            return Finding(f"a person key: {shape}, each value's rows contiguous, "
+                           f"{names[other]!r} increasing within them (a time over a "
+                           "person's rows)", "person key")
+        if len(restarting) and restarting.mean() >= RESTART_SHARE[1] and (
+                attribute := _attribute(codes, values, present, rows, position)) is not None:
             return Finding(f"a person key: {shape}, each value's rows contiguous, "
                            f"{names[other]!r} increasing within them and restarting at the "
-                           "next value (a time over a person's rows)", "person key")
+                           f"next value, {names[attribute]!r} the same over them (a "
+                           "person's time and trait)", "person key")
     numbers = key.to_numpy(dtype=np.float64, na_value=np.nan) if is_number(key.dtype) else None
     if numbers is not None and runs == values and per_value <= NUMBERED_PERSON_ROWS and \
             np.nanmin(numbers) in (0, 1) and np.nanmax(numbers) - np.nanmin(numbers) + 1 == \
@@ -377,6 +386,23 @@ def _person_key(key: pd.Series, rows: _Rows, position: int) -> Finding | None:
         return Finding(f"a person key: {shape}, numbered from 0 or 1 in row order, each "
                        "value's rows together (the shape of a subject number)", "person key",
                        confidence="medium")
+    return None
+
+
+def _attribute(codes: np.ndarray, values: int, present: np.ndarray, rows: _Rows,
+               position: int) -> int | None:
+    """A column that differs between keys but not within one (a person's weight, sex or
+    dose, not a ward's patients'), if any."""
+    for other in range(rows.frame.shape[1]):
+        if other == position:
+            continue
+        traits, count = rows.codes(other)
+        both = present & (traits >= 0)
+        if count < 2 or both.sum() < KEY_SHARED * present.sum():
+            continue
+        per_key = pd.Series(traits[both]).groupby(codes[both]).nunique()
+        if (per_key == 1).mean() >= KEY_UNIQUE:
+            return other
     return None
 
 

@@ -65,6 +65,13 @@ def test_a_ward_or_a_drug_with_many_rows_each_is_no_person_key():
                        "dose": rng.normal(10, 2, n)})
     assert found(df) == {}
     assert found(df.sort_values(["ward", "dose"])) == {}  # contiguous, a measure ordered
+    admitted = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, n), "D")
+    by_date = df.assign(admitted=admitted).sort_values(["ward", "admitted"])
+    assert found(by_date) == {}  # dates restart at each ward: nothing a person has
+    vitals = pd.DataFrame({"stay": np.repeat(np.arange(200), 12),  # times that go on
+                           "charttime": pd.date_range("2020-01-01", periods=2400, freq="3h"),
+                           "hr": rng.normal(80, 10, 2400).round()})
+    assert found(vitals)["stay"].label == "person key"
 
 
 def test_sampling_times_restarting_over_contiguous_subjects_make_a_key():
