@@ -48,7 +48,6 @@ TREATMENTS = {
 ANONYMIZE = "anonymize"
 TREATED_WORDS = {"copy": "copied as it is", "pseudonymize": "pseudonymized (keys replaced, "
                  "other values as they are)", "purge": "purged (no rows)", "ignore": "left out"}
-CONFIDENCES = ("high", "medium", "low")
 _MESSAGE_LIMIT = 300  # characters of a refusal, its fix included
 TABLE_PLAN_KEYS = ("types", "review", "treatment", "treatment_review")
 

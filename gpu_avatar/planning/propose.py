@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..encoding.identifying import identifying_columns
-from ..encoding.kinds import CATEGORICAL, detect_kind, is_datetime
+from ..encoding.identifying import identifying_columns, text_reading
+from ..encoding.kinds import CATEGORICAL, detect_kind, is_datetime, is_text
 from ..errors import AvatarError, AvatarTypeError
 from ..files import read_table_file
 from ..parameters import column_kind
@@ -129,7 +129,11 @@ def _variable(series: pd.Series) -> tuple[str, str]:
     if kind == CATEGORICAL:
         if pd.api.types.is_bool_dtype(series.dtype):
             return kind, f"true/false{gaps}"
-        return kind, f"{distinct:,} modalities in {n:,} rows{gaps}"
+        reading = text_reading(series) if is_text(series.dtype) else None
+        reads = (f"; text that reads as {'numbers' if reading == 'continuous' else 'dates'} "
+                 "but for missing markers: ga.read_table reads such a file's column so"
+                 if reading else "")
+        return kind, f"{distinct:,} modalities in {n:,} rows{gaps}{reads}"
     return kind, f"numbers, {distinct:,} distinct in {n:,} rows{gaps}"
 
 

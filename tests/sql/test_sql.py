@@ -818,7 +818,7 @@ def test_a_database_without_foreign_keys_is_not_released_unlinked_unawares(tmp_p
     # unlinked, the keys of the other tables are plain columns that name people: refused
     assert cli_main(["database", url, str(tmp_path / "unlinked"), "--k", "5", "--no-report",
                      "--no-links"]) == 1
-    assert "visit.patient_id: its name says it identifies a person" in error_line(capsys)
+    assert "visit.patient_id (name says identifier)" in error_line(capsys)
     config.write_text(f"url: {url}\nk: 5\n")
     assert cli_main(["database", str(config), str(tmp_path / "o2"), "--no-report"]) == 1
     assert error_line(capsys).endswith(f"add its links to {config} (suggested above), or "
