@@ -1,0 +1,71 @@
+"""Copies of unique rows (``unique_copies``): on a coarse table, "keep" releases avatars
+identical to a row one person alone holds; "redraw" draws them again (``pipeline/copies.py``)
+and counts those redrawn and those left, deterministically for a seed and whatever the
+batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpu_avatar as ga
+from gpu_avatar.pipeline.copies import unique_copies
+from gpu_avatar.synthesis import redraw_uniforms
+
+
+@pytest.fixture(scope="module")
+def coarse() -> pd.DataFrame:
+    """300 rows of six columns of 2 to 4 modalities: about half the rows unique."""
+    rng = np.random.default_rng(3)
+    modalities = {"a": list("xyz"), "b": list("pq"), "c": list("uvw"), "d": [0, 1, 2],
+                  "e": list("st"), "f": list("ghij")}
+    return pd.DataFrame({c: rng.choice(m, 300) for c, m in modalities.items()})
+
+
+def copies_of_unique_rows(result) -> int:
+    return result.privacy_metrics().exact_copies_shared.get(1, 0)
+
+
+def test_keep_leaves_copies_of_unique_rows_and_redraw_removes_them(coarse):
+    kept = ga.avatarize(coarse, k=5, seed=1, backend="cpu", unique_copies="keep")
+    assert kept.unique_copies_redrawn is None and kept.unique_copies_text() == ""
+    assert copies_of_unique_rows(kept) > 20
+    redrawn = ga.avatarize(coarse, k=5, seed=1, backend="cpu", unique_copies="redraw")
+    left = copies_of_unique_rows(redrawn)
+    assert left == redrawn.unique_copies_stayed < 0.1 * redrawn.unique_copies_redrawn
+    assert redrawn.unique_copies_redrawn == copies_of_unique_rows(kept)  # the same first draw
+    assert redrawn.unique_copies_text() == (
+        f"{redrawn.unique_copies_redrawn} copies of a unique row redrawn, {left} left")
+    # only the copies change
+    same = (kept.sensitive_unshuffled_avatars == redrawn.sensitive_unshuffled_avatars).all(axis=1)
+    assert (~same).sum() <= redrawn.unique_copies_redrawn
+
+
+def test_redraw_is_deterministic_for_a_seed_and_checks_the_whole_table(coarse):
+    first = ga.avatarize(coarse, k=5, seed=2, backend="cpu", unique_copies="redraw")
+    again = ga.avatarize(coarse, k=5, seed=2, backend="cpu", unique_copies="redraw")
+    pd.testing.assert_frame_equal(first.avatars, again.avatars)
+    batched = ga.avatarize(coarse, k=5, seed=2, backend="cpu", unique_copies="redraw",
+                           batch_size=150)
+    assert copies_of_unique_rows(batched) == batched.unique_copies_stayed  # across batches
+
+
+def test_redraw_numbers_depend_on_the_row_and_attempt_only():
+    seed = np.random.SeedSequence(5)
+    rows = np.array([3, 70_000, 9])
+    alone = np.vstack([redraw_uniforms(np.array([r]), 4, seed, 0) for r in rows])
+    np.testing.assert_array_equal(redraw_uniforms(rows, 4, seed, 0), alone)
+    assert not np.array_equal(redraw_uniforms(rows, 4, seed, 1), alone)
+
+
+def test_unique_copies_are_copies_of_rows_one_original_holds():
+    original = pd.DataFrame({"g": ["a", "a", "b", "c"]})
+    avatars = pd.DataFrame({"g": ["a", "b", "d", "c"]})
+    found = unique_copies(original, avatars, ["g"], ga.resolve_backend("cpu"))
+    np.testing.assert_array_equal(found, [False, True, False, True])
+
+
+def test_the_option_is_checked():
+    with pytest.raises(ga.AvatarError, match="unique_copies"):
+        ga.AvatarParameters(unique_copies="drop")
