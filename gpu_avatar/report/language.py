@@ -319,6 +319,10 @@ FRENCH: dict[str, str] = {
     "The release does not meet its targets.": "La publication n'atteint pas ses objectifs.",
     "The release meets its targets with named exceptions.":
     "La publication atteint ses objectifs, avec des exceptions nommées.",
+    " 1 avatar copies a row that one original alone holds.":
+    " 1 avatar copie une ligne qu'une seule personne d'origine détient.",
+    " {copies} avatars copy rows that one original alone holds each.":
+    " {copies} avatars copient chacun une ligne qu'une seule personne d'origine détient.",
     "verdict: {answer}": "verdict : {answer}",
     "no avatar is an exact copy of an original row":
     "aucun avatar n'est la copie exacte d'une ligne d'origine",
