@@ -69,3 +69,15 @@ def test_unique_copies_are_copies_of_rows_one_original_holds():
 def test_the_option_is_checked():
     with pytest.raises(ga.AvatarError, match="unique_copies"):
         ga.AvatarParameters(unique_copies="drop")
+
+
+def test_the_command_line_redraws_and_says_so(tmp_path, capsys, coarse):
+    from cli_helpers import run_main
+
+    table = tmp_path / "in.csv"
+    coarse.to_csv(table, index=False)
+    status, out, err = run_main(capsys, "avatarize", table, tmp_path / "out.csv", "--k", "5",
+                                "--seed", "1", "--backend", "cpu", "--unique-copies", "redraw")
+    assert status == 0
+    redrawn = ga.avatarize(coarse, k=5, seed=1, backend="cpu", unique_copies="redraw")
+    assert f"; {redrawn.unique_copies_text()})" in out + err
