@@ -389,7 +389,7 @@ class AvatarParameters(_Settings):
     column_rare_modalities: Mapping[Any, int | float | None] = field(default_factory=dict)
     rare_modality_name: str = RARE_MODALITY_NAME
     calibrate_shares: bool = True
-    unique_copies: str = "keep"
+    unique_copies: str = "redraw"
 
     def __post_init__(self) -> None:
         checked = {

@@ -29,14 +29,14 @@ CLOAKING_RANGE = {"aids": (9, 12), "wbcd": (20, 30)}
 
 @pytest.fixture(scope="module")
 def paper_runs(aids, wbcd):
-    """avatarize() of both data sets with the paper's settings (its weights included), for
-    every seed."""
+    """avatarize() of both data sets with the paper's settings (its weights included, and its
+    copies of unique rows kept: test_unique_copies.py measures the redraw), for every seed."""
     runs = {}
     for data in (aids, wbcd):
         for seed in SEEDS:
             runs[data.name, seed] = ga.avatarize(
                 data.df, k=data.k, ncp=data.ncp, seed=seed, types=data.types,
-                zero_distance="paper",
+                zero_distance="paper", unique_copies="keep",
             )
     return runs
 

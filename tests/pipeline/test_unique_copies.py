@@ -81,3 +81,18 @@ def test_the_command_line_redraws_and_says_so(tmp_path, capsys, coarse):
     assert status == 0
     redrawn = ga.avatarize(coarse, k=5, seed=1, backend="cpu", unique_copies="redraw")
     assert f"; {redrawn.unique_copies_text()})" in out + err
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_redraw_keeps_wbcd_in_the_published_ranges(wbcd, seed, metric_helper):
+    """WBCD (all categorical, 683 rows) copies 39-57 unique rows with the paper's method; the
+    default redraws them and stays in the published ranges (test_avatarize.py)."""
+    from test_avatarize import CLOAKING_RANGE, HIDDEN_RANGE
+
+    result = ga.avatarize(wbcd.df, k=wbcd.k, ncp=wbcd.ncp, seed=seed, types=wbcd.types)
+    assert result.unique_copies_redrawn > 30 and result.unique_copies_stayed == 0
+    assert copies_of_unique_rows(result) == 0
+    metrics = metric_helper(wbcd.df, result.sensitive_unshuffled_avatars, wbcd.metric_types,
+                            wbcd.ncp)
+    assert HIDDEN_RANGE[0] <= metrics.hidden_rate <= HIDDEN_RANGE[1]
+    assert CLOAKING_RANGE["wbcd"][0] <= metrics.median_local_cloaking <= CLOAKING_RANGE["wbcd"][1]
