@@ -107,7 +107,6 @@ def avatarize(
             encoded=first_encoded if b == 0 else None,
             neighbours=rules is not None,
             copies=copies,
-            originals=frame if len(batches) > 1 else None,
         )
         for b, (rows, batch_sequence) in enumerate(zip(batches, seeds, strict=True))
     ]

@@ -5,9 +5,10 @@ the avatars identical, over the released columns the direct-match metrics compar
 (``privacy.py``: the variables and the excluded columns), to a row one original alone holds
 get new weights and draws (``synthesis.redraw``) until none is, at most
 ``UNIQUE_COPY_ATTEMPTS`` times; those still copies then stay, and are counted. Only those rows
-change, so the shares the calibration restored move by at most their number. A batched table
-compares each batch's avatars with the whole table's rows: an avatar may copy a row of
-another batch.
+change, so the shares the calibration restored move by at most their number. A batch is
+compared with its own rows, as each batch is avatarized on its own (a streamed batch, too,
+gives the bits of ``avatarize``'s): a copy of a row of another batch stays, and the metrics
+count it.
 """
 
 from __future__ import annotations
@@ -62,18 +63,16 @@ def redraw_unique_copies(
     model: Any, df: pd.DataFrame, avatars: pd.DataFrame, encoded: EncodedTable, indices: Any,
     distances: Any, coordinates: Any, identifiers: Mapping[Any, Any] | None,
     sequence: np.random.SeedSequence, weights: np.ndarray | None = None,
-    originals: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, UniqueCopies]:
     """``avatars`` (the decoded, unshuffled avatars of the batch ``df``) with their copies of
-    unique rows of ``originals`` (default: ``df``; the whole table, when batched) drawn again
-    (the module docstring), and their count; ``weights`` (host, the batch's neighbour
-    weights), if given, get the new weights of the rows redrawn."""
+    unique rows of ``df`` drawn again (the module docstring), and their count; ``weights``
+    (host, the batch's neighbour weights), if given, get the new weights of the rows
+    redrawn."""
     from .model import decode_avatars  # model.py calls this module
 
     backend, parameters = model.backend, model.parameters
     columns = compared_columns(model)
-    originals = df if originals is None else originals
-    rows = np.flatnonzero(unique_copies(originals, avatars, columns, backend))
+    rows = np.flatnonzero(unique_copies(df, avatars, columns, backend))
     count = UniqueCopies(redrawn=len(rows))
     if not len(rows):
         return avatars, count
@@ -89,7 +88,7 @@ def redraw_unique_copies(
             avatars.iloc[rows, j] = redrawn[column].array
         if weights is not None:
             weights[rows] = new_weights
-        rows = rows[unique_copies(originals, redrawn, columns, backend)]
+        rows = rows[unique_copies(df, redrawn, columns, backend)]
         if not len(rows):
             break
     count.stayed = len(rows)

@@ -101,15 +101,14 @@ def avatarize_rows(
     encoded: EncodedTable | None = None,
     neighbours: bool = False,
     copies: UniqueCopies | None = None,
-    originals: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, Neighbours | None]:
     """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i,
     and, if ``neighbours``, the rows of ``df`` each was drawn from with their weights (what
     the rules repair from; else None). ``identifiers``: the identifier columns' values
     (``ColumnsApart.identifiers``); the excluded columns are reattached here (``apart.py``).
     ``encoded``: ``df`` already encoded by the model's encoder, if at hand. With
-    ``unique_copies="redraw"``, the avatars copying a row one row of ``originals`` (default:
-    ``df``) alone holds are drawn again (``copies.py``), their counts added to ``copies``."""
+    ``unique_copies="redraw"``, the avatars copying a row one original of ``df`` alone holds
+    are drawn again (``copies.py``), their counts added to ``copies`` if given."""
     timings = {} if timings is None else timings
     backend, parameters = model.backend, model.parameters
     with timed(timings, "projection", steps):
@@ -129,7 +128,7 @@ def avatarize_rows(
         with timed(timings, "unique copies"):
             avatars, count = redraw_unique_copies(model, df, avatars, encoded, indices,
                                                   distances, coordinates, identifiers,
-                                                  sequence, weights, originals)
+                                                  sequence, weights)
         if copies is not None:
             copies.add(count)
     drawn_from = Neighbours(backend.to_numpy(indices), weights) if neighbours else None
