@@ -24,7 +24,7 @@ from ..backend import Backend
 from ..encoding import EncodedTable
 from ..encoding.kinds import EXCLUDED
 from ..metrics.matches import row_codes
-from ..parameters import column_kind
+from ..parameters import column_kind, is_variable
 from ..synthesis import UNIQUE_COPY_ATTEMPTS, redraw
 
 
@@ -43,10 +43,11 @@ class UniqueCopies:
 
 
 def compared_columns(model: Any) -> list[Any]:
-    """The released columns the direct-match metrics compare: variables, excluded columns."""
+    """The released columns the direct-match metrics compare: variables, excluded columns
+    (not the identifiers nor the dropped ones)."""
     types = model.parameters.types
-    return model.encoder.columns_ + [c for c, declared in types.items()
-                                     if column_kind(declared) == EXCLUDED]
+    return [c for c in model.encoder.columns_
+            if is_variable(types.get(c)) or column_kind(types.get(c)) == EXCLUDED]
 
 
 def unique_copies(original: pd.DataFrame, avatars: pd.DataFrame, columns: list[Any],

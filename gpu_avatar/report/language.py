@@ -70,6 +70,7 @@ FRENCH: dict[str, str] = {
     "{avatars} of a row held by {originals}": "{avatars} d'une ligne détenue par {originals}",
     "{avatars} of rows held by {originals} or more":
         "{avatars} de lignes détenues par {originals} ou plus",
+    "unique copies": "copies de lignes uniques",
     " With zero_distance = 'bounded', a row's duplicates no longer take all the weight of its "
     "avatar.":
         " Avec zero_distance = 'bounded', les doublons d'une ligne ne prennent plus tout le poids "
