@@ -52,8 +52,8 @@ class AvatarizationResult:
 
     def unique_copies_text(self) -> str:
         """The avatars redrawn as copies of unique rows, and those still copies, in words
-        (empty under ``unique_copies="keep"``)."""
-        if self.unique_copies_redrawn is None:
+        (empty under ``unique_copies="keep"`` and when none was redrawn)."""
+        if not self.unique_copies_redrawn:
             return ""
         return (f"{self.unique_copies_redrawn} copies of a unique row redrawn, "
                 f"{self.unique_copies_stayed} left")
