@@ -103,3 +103,19 @@ def test_redraw_keeps_wbcd_in_the_published_ranges(wbcd, seed, metric_helper):
                             wbcd.ncp)
     assert HIDDEN_RANGE[0] <= metrics.hidden_rate <= HIDDEN_RANGE[1]
     assert CLOAKING_RANGE["wbcd"][0] <= metrics.median_local_cloaking <= CLOAKING_RANGE["wbcd"][1]
+
+
+@pytest.mark.parametrize("categorical", ["draw", "argmax"])
+def test_the_redraws_are_the_same_on_the_gpu(gpu, categorical):
+    """The device (or its stand-in) redraws the same rows into the same avatars."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.choice(list("xyz"), 80), "b": rng.choice(list("pq"), 80),
+                       "c": rng.choice(list("uvwt"), 80), "n": rng.integers(0, 3, 80)})
+    settings = dict(k=4, seed=1, categorical=categorical, unique_copies="redraw")
+    cpu = ga.avatarize(df, backend="cpu", **settings)
+    on_gpu = ga.avatarize(df, backend="gpu", **settings)
+    assert cpu.unique_copies_redrawn > 0
+    assert (on_gpu.unique_copies_redrawn, on_gpu.unique_copies_stayed) == \
+        (cpu.unique_copies_redrawn, cpu.unique_copies_stayed)
+    pd.testing.assert_frame_equal(on_gpu.sensitive_unshuffled_avatars,
+                                  cpu.sensitive_unshuffled_avatars)
