@@ -48,6 +48,7 @@ from .parameters import (
     metric_options,
     seed_sequence,
 )
+from .pipeline.copies import redraw_unique_copies
 from .pipeline.model import check_device_memory, decode_avatars, fit_model, synthesize_avatars
 from .planning.model import planned_parameters
 from .progress import ProgressLike, Steps
@@ -149,7 +150,9 @@ def advise(
     """Sweep ``candidates`` values of k (default ``ADVICE_CANDIDATES`` below the row count)
     and recommend the one that meets every privacy target (``metrics.catalogue``; ``targets``
     maps metric names to thresholds that replace the defaults) with the least signal loss
-    (the lowest mean Hellinger distance, then correlation difference). A candidate passes
+    (the lowest mean Hellinger distance, then correlation difference), preferring those that
+    release no copy of a row one original alone holds (the column ``unique_copies``; with
+    ``unique_copies="redraw"``, those left after the redraws). A candidate passes
     with ``margin`` to spare (a share of each threshold: hidden rate above 91.8 % rather than
     90 % at the default 0.02), so that avatarizing with another seed still passes. Given a
     ``holdout`` (rows kept out of ``df``: ``split_holdout``), the candidates that meet the
@@ -203,6 +206,10 @@ def advise(
         avatars = decode_avatars(model, frame, EncodedTable(continuous, codes,
                                                             encoded.n_modalities),
                                  coordinates, identifiers)
+        if run.unique_copies == "redraw":  # as avatarize_rows
+            avatars, _ = redraw_unique_copies(
+                model, frame, avatars, encoded, first(indices[:, :k]), first(distances[:, :k]),
+                coordinates, identifiers, np.random.SeedSequence(sequence.entropy))
         privacy = privacy_metrics(  # as result.privacy_metrics() measures
             frame, avatars, options.with_defaults(ncp=run.ncp, check_alignment=False),
             holdout=holdout, types=dict(run.types), backend=backend)
@@ -230,6 +237,7 @@ def _row(k: int, privacy, signal, targets: Mapping[str, Target]) -> dict[str, An
     row: dict[str, Any] = {"k": k}
     row.update({name: getattr(privacy, name) for name in PRIVACY_TARGETS})
     row["distance_to_closest_baseline"] = privacy.distance_to_closest_baseline
+    row[UNIQUE_COPIES] = privacy.exact_copies_shared.get(1, 0)
     row.update({name: getattr(signal, name) for name in SIGNAL_TARGETS})
     flags = {f"{name} passed": target.passed(row[name]) for name, target in targets.items()}
     row.update(flags)
@@ -239,15 +247,22 @@ def _row(k: int, privacy, signal, targets: Mapping[str, Target]) -> dict[str, An
 
 def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarParameters,
                margin: float, lifts: Mapping[int, float] | None = None):
-    """The passing candidate with the least signal loss (given a holdout, among those with
-    the fewest measurable attack risks), or why none passes (the pass flag of a target
+    """The passing candidate with the least signal loss (among those without copies of
+    unique rows if any is, and given a holdout, with the fewest measurable attack risks), or
+    why none passes (the pass flag of a target
     ``name``: the column ``"<name> passed"``), and, given ``lifts`` (per k, the
     column_direct_match_protection that grouping rare modalities would give), what grouping
     would lift."""
     loss = ["hellinger_mean", "correlation_difference_ratio"]
     passing = table[table["passed"]]
     if len(passing):
-        attacks = ""
+        attacks = copies = ""
+        if UNIQUE_COPIES in table:
+            fewest = int(passing[UNIQUE_COPIES].min())
+            passing = passing[passing[UNIQUE_COPIES] == fewest]
+            copies = ("" if not fewest else
+                      f" (each candidate that meets them copies rows one original alone holds, "
+                      f"this one {fewest}: unique_copies='redraw' draws them again)")
         if ATTACK_RISKS in table:
             fewest = int(passing[ATTACK_RISKS].min())
             passing = passing[passing[ATTACK_RISKS] == fewest]
@@ -264,7 +279,7 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
             f"{100 * margin:g} % margin){attacks} with the least signal loss among the "
             f"{len(passing)} candidate(s) that do: mean Hellinger "
             f"{row['hellinger_mean']:.3f}, correlation difference "
-            f"{row['correlation_difference_ratio']:.2f}"
+            f"{row['correlation_difference_ratio']:.2f}{copies}"
         )
         return Advice(k, run.ncp, run.replace(k=k), table, reason, dict(targets))
     failed = {k: [f"{n} {table.loc[k, n]:.3g} (target {targets[n].text()})" for n in targets
@@ -286,6 +301,7 @@ def _recommend(table: pd.DataFrame, targets: Mapping[str, Target], run: AvatarPa
 
 
 ATTACK_RISKS = "measurable_attack_risks"  # given a holdout: attacks that learn from the release
+UNIQUE_COPIES = "unique_copies"  # avatars identical to a row one original alone holds
 PYTHON_NAMES = {"candidates": "candidates=[...]", "ncp": "ncp", "weights": "column_weights",
                 "rare": "rare_modalities"}
 COMMAND_LINE_NAMES = {"candidates": "--candidates K ...", "ncp": "--ncp",

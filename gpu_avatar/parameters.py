@@ -50,6 +50,10 @@ CATEGORICAL_RULES = ("draw", "argmax")
 # How a neighbour at distance 0 (an exact duplicate) is weighted (synthesis.py): "paper" by
 # 1 / 1e-12, all the weight; "bounded" as if it were at the row's nearest non-zero distance.
 ZERO_DISTANCE_RULES = ("paper", "bounded")
+# An avatar identical to an original row that no other original holds (over the columns the
+# direct-match metrics compare): "keep" it, or "redraw" its weights and draws until it is not
+# (at most ``UNIQUE_COPY_ATTEMPTS`` times; ``pipeline/copies.py``).
+UNIQUE_COPIES_RULES = ("keep", "redraw")
 # Exact neighbour searches and distance-rank reductions: "kdtree" and "numba" both name the
 # compiled k-d tree (numba on the CPU, numba-cuda on the GPU), "brute" the array tiles.
 ENGINES = ("auto", "brute", "numba", "kdtree", "faiss", "cuml")
@@ -66,7 +70,7 @@ METRIC_NCP = 5  # axes of the metric projection when no run says (docs/spec/metr
 ADVICE_MARGIN = 0.02  # advise's headroom over each target, a share of its threshold
 TABLE_OVERRIDES = ("k", "ncp", "column_weights", "imputation", "categorical", "zero_distance",
                    "engine", "batch_size", "rare_modalities", "column_rare_modalities",
-                   "rare_modality_name", "calibrate_shares")  # fmt: skip
+                   "rare_modality_name", "calibrate_shares", "unique_copies")  # fmt: skip
 RARE_MODALITY_NAME = "other"  # the modality that rare text modalities are grouped into
 
 
@@ -364,7 +368,10 @@ class AvatarParameters(_Settings):
       grouped); None: no grouping;
     - ``calibrate_shares``: after the draws, each categorical column's modality shares and
       each column's missing share are brought back to the original's, by changing the
-      values of the avatars whose neighbours weigh most for them (``pipeline/calibration.py``).
+      values of the avatars whose neighbours weigh most for them (``pipeline/calibration.py``);
+    - ``unique_copies``: an avatar identical to an original row that one original alone holds
+      is kept ("keep") or drawn again, weights and draws, until it is not ("redraw", a bounded
+      number of times; ``pipeline/copies.py``).
     """
 
     k: int = 20
@@ -382,6 +389,7 @@ class AvatarParameters(_Settings):
     column_rare_modalities: Mapping[Any, int | float | None] = field(default_factory=dict)
     rare_modality_name: str = RARE_MODALITY_NAME
     calibrate_shares: bool = True
+    unique_copies: str = "redraw"
 
     def __post_init__(self) -> None:
         checked = {
@@ -402,6 +410,8 @@ class AvatarParameters(_Settings):
                 check_column_rare_modalities(self.column_rare_modalities)),
             "rare_modality_name": check_rare_modality_name(self.rare_modality_name),
             "calibrate_shares": check_flag("calibrate_shares", self.calibrate_shares),
+            "unique_copies": check_choice("unique_copies", self.unique_copies,
+                                          UNIQUE_COPIES_RULES),
         }
         checked["batch_size"] = check_batch_size(self.batch_size, checked["k"])
         for name, value in checked.items():

@@ -20,6 +20,7 @@ PSEUDONYMS = 4  # pipeline/apart: the pseudonyms drawn for a column, by its posi
 BATCH_PLAN = 5  # pipeline/batches: the batch plan
 BATCHES = 6  # pipeline/batches: each batch's seed, by its index
 RULES = 7  # pipeline/rules: the repairs' draws, by application
+UNIQUE_COPIES = 8  # synthesis: the redraws of copies of unique rows, by attempt and block
 
 # The attacks' draws (metrics/attacks): children of the attacks' seed, not of a run's.
 ATTACK_STREAMS = {"singling out": 0, "linkability": 1, "inference": 2}

@@ -30,10 +30,11 @@ from .parameters import CATEGORICAL_RULES, ZERO_DISTANCE_RULES, check_choice
 
 DISTANCE_EPSILON = 1e-12
 RANDOM_BLOCK = 1 << 16
+UNIQUE_COPY_ATTEMPTS = 8  # redraws of an avatar that copies a unique row, at most
 
 
-def _block_generator(seed: np.random.SeedSequence, stream: int, block: int) -> np.random.Generator:
-    return np.random.default_rng(streams.child(seed, stream, block))
+def _block_generator(seed: np.random.SeedSequence, stream: int, *key: int) -> np.random.Generator:
+    return np.random.default_rng(streams.child(seed, stream, *key))
 
 
 def random_weights(
@@ -111,6 +112,62 @@ def calibration_uniforms(
     shares (``pipeline/calibration.py``)."""
     uniforms = _block_generator(seed, streams.CALIBRATION, 0).random((n_variables, n_rows))
     return np.subtract(1.0, uniforms, out=uniforms)  # in place: no second array
+
+
+def redraw_uniforms(
+    rows: np.ndarray, n_values: int, seed: np.random.SeedSequence, attempt: int
+) -> np.ndarray:
+    """Uniform numbers in [0, 1), (len(rows), n_values), for the redraw ``attempt`` of the
+    batch's ``rows`` (positions): row r's are row ``r % RANDOM_BLOCK`` of its block's
+    generator, keyed by the attempt and the block, so they depend neither on the other rows
+    redrawn nor on the threads."""
+    out = np.empty((len(rows), n_values))
+    blocks = rows // RANDOM_BLOCK
+    for block in np.unique(blocks):
+        mine = np.flatnonzero(blocks == block)
+        offsets = rows[mine] - block * RANDOM_BLOCK
+        rng = _block_generator(seed, streams.UNIQUE_COPIES, attempt, int(block))
+        out[mine] = rng.random((int(offsets.max()) + 1, n_values))[offsets]
+    return out
+
+
+def redraw(
+    continuous,
+    codes,
+    n_modalities: list[int],
+    neighbour_indices,
+    neighbour_distances,
+    rows: np.ndarray,
+    seed: np.random.SeedSequence,
+    attempt: int,
+    backend: Backend,
+    categorical: str,
+    zero_distance: str,
+):
+    """The avatars of the batch's ``rows`` drawn again (``unique_copies="redraw"``), weights
+    of the same law as ``random_weights`` and categorical draws, from the redraw stream
+    (``redraw_uniforms``): (continuous values, codes) as backend arrays, and the weights
+    (host, (len(rows), k))."""
+    xp = backend.xp
+    k = neighbour_indices.shape[1]
+    uniforms = redraw_uniforms(rows, 2 * k - 1 + codes.shape[1], seed, attempt)
+    on_device = backend.asarray(rows)
+    neighbours = xp.ascontiguousarray(backend.asarray(neighbour_indices)[on_device])
+    distances = backend.to_numpy(backend.asarray(neighbour_distances)[on_device])
+    ranks = random_ranks(np.ascontiguousarray(uniforms[:, k:2 * k - 1]))
+    raw = -np.log1p(-uniforms[:, :k]) * np.exp2(-ranks) / divisors(distances, zero_distance)
+    weights = raw / raw.sum(axis=1, keepdims=True)
+    continuous = xp.ascontiguousarray(backend.asarray(continuous), dtype=xp.float64)
+    codes = xp.ascontiguousarray(backend.asarray(codes), dtype=xp.int64)
+    on_device_weights = backend.asarray(weights)
+    if categorical == "draw":
+        draws = backend.asarray(np.ascontiguousarray(uniforms[:, 2 * k - 1:]))
+        out = backend.kernels.synthesize_block(backend, continuous, codes, neighbours,
+                                               on_device_weights, draws)
+    else:
+        out = (_barycentre(continuous, neighbours, on_device_weights, xp),
+               _argmax(codes, neighbours, on_device_weights, n_modalities, xp))
+    return *out, weights
 
 
 def synthesize(

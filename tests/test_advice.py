@@ -158,3 +158,26 @@ def test_k_auto_on_the_command_line_takes_candidates_and_names_cli_options(tmp_p
     process = run_cli("avatarize", table, tmp_path / "avatars.csv", "--k", "5",
                       "--candidates", "3", "4")
     assert process.returncode == 2 and "add --k auto" in process.stderr
+
+
+def test_the_sweep_counts_copies_of_unique_rows_and_prefers_candidates_without():
+    """A coarse table: each candidate's copies of unique rows are counted as avatarize's
+    release holds them (redrawn too), and a passing candidate without any is preferred."""
+    from gpu_avatar.advice import _recommend
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({c: rng.choice(list("xyzw")[:m], 300)
+                       for c, m in zip("abcdef", (3, 2, 3, 3, 2, 4), strict=True)})
+    for mode in ("keep", "redraw"):
+        advice = ga.advise(df, seed=0, candidates=[5, 10], backend="cpu", unique_copies=mode)
+        result = ga.avatarize(df, k=5, seed=0, backend="cpu", unique_copies=mode)
+        shared = result.privacy_metrics().exact_copies_shared
+        assert advice.candidates.loc[5, "unique_copies"] == shared.get(1, 0)
+    table = pd.DataFrame({"k": [5, 10], "unique_copies": [0, 4], "hellinger_mean": [0.2, 0.1],
+                          "correlation_difference_ratio": [1.0, 1.0],
+                          "passed": [True, True]}).set_index("k")
+    run = ga.AvatarParameters()
+    assert _recommend(table, {}, run, 0.02).k == 5  # more signal lost, but no copy
+    table["unique_copies"] = [3, 4]
+    advice = _recommend(table, {}, run, 0.02)
+    assert advice.k == 5 and "unique_copies='redraw'" in advice.reason

@@ -81,6 +81,7 @@ from ..parameters import (
     IMPUTATIONS,
     KIND_HEADS,
     METRIC_ENGINES,
+    UNIQUE_COPIES_RULES,
     ZERO_DISTANCE_RULES,
     AvatarParameters,
     MetricOptions,
@@ -422,6 +423,9 @@ def _add_parameters(parser: argparse.ArgumentParser, defaults: AvatarParameters 
                         const=False, help="keep the drawn modalities as they come, without "
                         "bringing each share of a modality or of missing cells back to the "
                         "original's")
+    parser.add_argument("--unique-copies", choices=UNIQUE_COPIES_RULES,
+                        help="an avatar identical to a row one original alone holds: keep it, "
+                        "or redraw it until it is not" + shown("unique_copies"))
     if defaults is not None:
         parser.add_argument("--column-weights", nargs="+", action="append",
                             metavar="COLUMN=WEIGHT", help="weight of a column in the projection")
@@ -491,7 +495,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
             column: _threshold(value, f"--column-rare-modalities {spec}")
             for spec, column, value in _pairs(args.column_rare_modalities,
                                               "--column-rare-modalities", "COUNT|SHARE|none")}
-    for name in ("rare_modality_name", "calibrate_shares"):
+    for name in ("rare_modality_name", "calibrate_shares", "unique_copies"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     return settings
@@ -772,9 +776,10 @@ def cmd_avatarize(args: argparse.Namespace, progress: bool) -> int:
     steps.close()
     if release.advice is not None:
         _say(f"advice: {release.advice.reason}")
+    copies = result.unique_copies_text()
     _say(f"wrote {len(result.avatars)} avatars of {args.input} to {output} in "
          f"{sum(result.timings.values()):.2f} s (k {result.parameters.k}, ncp "
-         f"{result.parameters.ncp}, seed {result.seed})")
+         f"{result.parameters.ncp}, seed {result.seed}" + (f"; {copies})" if copies else ")"))
     if unshuffled:
         _say(f"wrote the unshuffled avatars to {unshuffled} (sensitive: do not release) and "
              f"what they were made from to {manifest}")

@@ -152,14 +152,25 @@ class PrivacyMetrics:
         return frame
 
 
+COPIES_SHOWN = 3  # multiplicities named by ``copies_text``; the rest summed (a short line)
+
+
 def copies_text(shared: Mapping[int, int], tr: Callable[..., str] = str.format) -> str:
-    """Exact copies by how many originals hold the copied row, e.g. "3 of a unique row, 16 of
-    a row held by 2"; ``tr`` writes each part (the report's translator)."""
-    return ", ".join(
+    """Exact copies by how many originals hold the copied row, the first ``COPIES_SHOWN``
+    multiplicities named and the rest summed, e.g. "3 of a unique row, 16 of a row held by 2,
+    5 of a row held by 3, 40 of rows held by 4 or more"; ``tr`` writes each part (the
+    report's translator)."""
+    items = sorted(shared.items())
+    parts = [
         tr("{avatars} of a unique row", avatars=avatars) if held == 1
         else tr("{avatars} of a row held by {originals}", avatars=avatars, originals=held)
-        for held, avatars in shared.items()
-    )
+        for held, avatars in items[:COPIES_SHOWN]
+    ]
+    if len(items) > COPIES_SHOWN:
+        parts.append(tr("{avatars} of rows held by {originals} or more",
+                        avatars=sum(a for _, a in items[COPIES_SHOWN:]),
+                        originals=items[COPIES_SHOWN][0]))
+    return ", ".join(parts)
 
 
 BASELINES = ("distance_to_closest", "closest_distances_ratio")  # reported beside a baseline

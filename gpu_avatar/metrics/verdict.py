@@ -7,7 +7,9 @@ risks, read as one of three answers with the findings behind it.
   cloaking: ``Metric.summary`` in the catalogue); for a database, in any scenario.
 - ``meets its targets with named exceptions``: the decisive targets are met, but another
   target is missed, an attack that learns from the release shows a measurable risk, or an
-  avatar is an exact copy of an original row; each is named.
+  avatar is an exact copy of an original row; each is named. Copies of rows one original
+  alone holds (``unique_copies``) are named in the answer's sentence itself: such an avatar
+  is that person's values.
 - ``meets every target``: none of the above.
 
 Distances reported beside their baselines (``distance_to_closest``...) have no target and take
@@ -73,6 +75,12 @@ class ReleaseVerdict:
         their margins)."""
         failed = [f for f in self.findings if not f.passed]
         return failed or [f for f in self.findings if f.decisive]
+
+    @property
+    def unique_copies(self) -> int:
+        """Avatars identical to an original row that one original alone holds, over every
+        finding of exact copies."""
+        return sum(f.detail["shared"].get(1, 0) for f in self.findings if f.kind == COPIES)
 
     def lines(self, language: str = "en") -> list[str]:
         """The verdict in sentences: the answer, then one line per reason."""

@@ -120,9 +120,11 @@ def column_seed(sequence: np.random.SeedSequence, position: int) -> np.random.Se
 
 
 def excluded_values(types: Mapping[Any, str], frame: pd.DataFrame,
-                    nearest_original: np.ndarray | None) -> dict[Any, np.ndarray]:
-    """The excluded columns' values for the avatars of ``frame``'s rows: the own row's
-    (``row_order``) or the row ``nearest_original[i]``'s (``coordinate_similarity``)."""
+                    nearest_original: np.ndarray | None,
+                    rows: np.ndarray | None = None) -> dict[Any, np.ndarray]:
+    """The excluded columns' values for the avatars of ``frame``'s rows (of its ``rows``, if
+    given): the own row's (``row_order``) or the row ``nearest_original[i]``'s
+    (``coordinate_similarity``)."""
     out = {}
     for column in frame.columns:
         if column_kind(types.get(column)) != "excluded":
@@ -130,6 +132,8 @@ def excluded_values(types: Mapping[Any, str], frame: pd.DataFrame,
         values = frame[column].to_numpy()
         if reattach_method(types[column]) == "coordinate_similarity":
             values = values[nearest_original]
+        elif rows is not None:
+            values = values[rows]
         out[column] = values
     return out
 

@@ -17,6 +17,7 @@ from ..rules import RuleSet
 from ..synthesis import shuffle_order
 from .apart import ColumnsApart
 from .batches import batch_seed, plan_batches
+from .copies import UniqueCopies
 from .model import avatar_encoder, avatarize_rows, check_device_memory, fit_model, timed
 from .result import AvatarizationResult
 from .rules import RulesRun, joined_neighbours
@@ -36,13 +37,14 @@ def avatarize(
     The parameters (``AvatarParameters``: ``k``, ``ncp``, ``column_weights``, ``types``,
     ``imputation``, ``categorical``, ``zero_distance``, ``engine``, ``backend``, ``seed``,
     ``batch_size``, ``rare_modalities``, ``column_rare_modalities``, ``rare_modality_name``,
-    ``calibrate_shares``) come as
+    ``calibrate_shares``, ``unique_copies``) come as
     ``parameters`` and/or as keywords of the same names. ``k`` neighbours (2 <= k < n rows) are
     searched exactly on the first ``ncp`` axes of a FAMD (PCA when every variable is
     continuous, MCA when every variable is categorical); identifier columns are not variables
     and get fresh values; missing cells are filled temporarily and their pattern is avatarized
     through indicators; rare modalities are grouped (``rare_modalities``), and the shares of
-    modalities and of missing cells calibrated to the original's (``calibrate_shares``).
+    modalities and of missing cells calibrated to the original's (``calibrate_shares``), and
+    avatars copying a row one original alone holds drawn again (``unique_copies``).
     ``seed`` makes the run reproducible (the result's ``seed`` reproduces
     an unseeded run). Above ``batch_size`` rows the table is split into batches
     (``batches.py``): the projection is fitted on a first batch that shows every modality, and
@@ -93,6 +95,7 @@ def avatarize(
     order = shuffle_order(n, sequence)
     apart = ColumnsApart(parameters.types, list(frame.columns), sequence).add(frame)
     identifiers = apart.identifiers(frame, order)
+    copies = UniqueCopies() if parameters.unique_copies == "redraw" else None
     parts = [
         avatarize_rows(
             model,
@@ -103,6 +106,7 @@ def avatarize(
             steps,
             encoded=first_encoded if b == 0 else None,
             neighbours=rules is not None,
+            copies=copies,
         )
         for b, (rows, batch_sequence) in enumerate(zip(batches, seeds, strict=True))
     ]
@@ -130,4 +134,6 @@ def avatarize(
         knowingly_released=knowingly_released,
         grouped_modalities=model.encoder.groups_,
         rules=reports,
+        unique_copies_redrawn=None if copies is None else copies.redrawn,
+        unique_copies_stayed=None if copies is None else copies.stayed,
     )

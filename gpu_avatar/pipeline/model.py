@@ -28,6 +28,7 @@ from ..rules.values import Neighbours
 from ..synthesis import synthesize
 from .apart import excluded_values, needs_nearest_original
 from .calibration import calibrate_shares
+from .copies import UniqueCopies, redraw_unique_copies
 
 logger = logging.getLogger("gpu_avatar")
 
@@ -99,12 +100,15 @@ def avatarize_rows(
     steps: Steps | None = None,
     encoded: EncodedTable | None = None,
     neighbours: bool = False,
+    copies: UniqueCopies | None = None,
 ) -> tuple[pd.DataFrame, Neighbours | None]:
     """Unshuffled avatars of ``df`` (one batch) in the model's space: row i = avatar of row i,
     and, if ``neighbours``, the rows of ``df`` each was drawn from with their weights (what
     the rules repair from; else None). ``identifiers``: the identifier columns' values
     (``ColumnsApart.identifiers``); the excluded columns are reattached here (``apart.py``).
-    ``encoded``: ``df`` already encoded by the model's encoder, if at hand."""
+    ``encoded``: ``df`` already encoded by the model's encoder, if at hand. With
+    ``unique_copies="redraw"``, the avatars copying a row one original of ``df`` alone holds
+    are drawn again (``copies.py``), their counts added to ``copies`` if given."""
     timings = {} if timings is None else timings
     backend, parameters = model.backend, model.parameters
     with timed(timings, "projection", steps):
@@ -117,17 +121,26 @@ def avatarize_rows(
     with timed(timings, "synthesis", steps):
         continuous, codes, weights = synthesize_avatars(model, encoded, indices, distances,
                                                         sequence, keep_weights=neighbours)
-    drawn_from = Neighbours(backend.to_numpy(indices), weights) if neighbours else None
     with timed(timings, "decode", steps):
         avatars = EncodedTable(continuous, codes, encoded.n_modalities)
-        return decode_avatars(model, df, avatars, coordinates, identifiers), drawn_from
+        avatars = decode_avatars(model, df, avatars, coordinates, identifiers)
+    if parameters.unique_copies == "redraw":
+        with timed(timings, "unique copies"):
+            avatars, count = redraw_unique_copies(model, df, avatars, encoded, indices,
+                                                  distances, coordinates, identifiers,
+                                                  sequence, weights)
+        if copies is not None:
+            copies.add(count)
+    drawn_from = Neighbours(backend.to_numpy(indices), weights) if neighbours else None
+    return avatars, drawn_from
 
 
 def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, coordinates: Any,
-                   identifiers: Mapping[Any, Any] | None) -> pd.DataFrame:
-    """The unshuffled avatars of ``df``'s rows as a table: ``avatars`` (backend arrays)
-    decoded, the ``identifiers`` given, the excluded columns reattached (``apart.py``; by
-    coordinate similarity: against ``df``'s ``coordinates``)."""
+                   identifiers: Mapping[Any, Any] | None,
+                   rows: np.ndarray | None = None) -> pd.DataFrame:
+    """The unshuffled avatars of ``df``'s rows (of its ``rows``, if given) as a table:
+    ``avatars`` (backend arrays) decoded, the ``identifiers`` given, the excluded columns
+    reattached (``apart.py``; by coordinate similarity: against ``df``'s ``coordinates``)."""
     backend, types = model.backend, model.parameters.types
     avatars = EncodedTable(backend.to_numpy(avatars.continuous),
                            backend.to_numpy(avatars.categorical), avatars.n_modalities)
@@ -135,8 +148,9 @@ def decode_avatars(model: AvatarModel, df: pd.DataFrame, avatars: EncodedTable, 
     if needs_nearest_original(types):
         projected = model.projection.transform(avatars, model.parameters.ncp)
         nearest, _ = nearest_reference(projected, coordinates, backend)
-    apart = {**(identifiers or {}), **excluded_values(types, df, nearest)}
-    return model.encoder.decode(avatars.continuous, avatars.categorical, apart, index=df.index)
+    apart = {**(identifiers or {}), **excluded_values(types, df, nearest, rows)}
+    index = df.index if rows is None else df.index[rows]
+    return model.encoder.decode(avatars.continuous, avatars.categorical, apart, index=index)
 
 
 def synthesize_avatars(

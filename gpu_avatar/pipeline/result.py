@@ -32,7 +32,9 @@ class AvatarizationResult:
     kind was declared (``encoding.identifying``). ``grouped_modalities``: {column: {value:
     its group's label}} for the rare modalities grouped (``encoding/rare.py``); a grouped value
     is never released. ``rules``: how each rule given was held (``rules_table``), empty
-    without rules.
+    without rules. ``unique_copies_redrawn``: the avatars drawn again because they copied a
+    row one original alone holds (``unique_copies="redraw"``; None under "keep"),
+    ``unique_copies_stayed``: those still copies after the attempts (``pipeline/copies.py``).
     """
 
     sensitive_unshuffled_avatars: pd.DataFrame
@@ -45,6 +47,16 @@ class AvatarizationResult:
     knowingly_released: list[IdentifyingColumn] = field(default_factory=list)
     grouped_modalities: dict[Any, dict] = field(default_factory=dict)
     rules: list[RuleReport] = field(default_factory=list)
+    unique_copies_redrawn: int | None = None
+    unique_copies_stayed: int | None = None
+
+    def unique_copies_text(self) -> str:
+        """The avatars redrawn as copies of unique rows, and those still copies, in words
+        (empty under ``unique_copies="keep"`` and when none was redrawn)."""
+        if not self.unique_copies_redrawn:
+            return ""
+        return (f"{self.unique_copies_redrawn} copies of a unique row redrawn, "
+                f"{self.unique_copies_stayed} left")
 
     @property
     def seed(self) -> int:

@@ -104,6 +104,9 @@ FRENCH: dict[str, str] = {
         "Avatars identiques à une ligne d'origine : {copies} ({shared}).",
     "{avatars} of a unique row": "{avatars} d'une ligne unique",
     "{avatars} of a row held by {originals}": "{avatars} d'une ligne détenue par {originals}",
+    "{avatars} of rows held by {originals} or more":
+        "{avatars} de lignes détenues par {originals} ou plus",
+    "unique copies": "copies de lignes uniques",
     " With zero_distance = 'bounded', a row's duplicates no longer take all the weight of its "
     "avatar.":
         " Avec zero_distance = 'bounded', les doublons d'une ligne ne prennent plus tout le poids "
@@ -354,6 +357,10 @@ FRENCH: dict[str, str] = {
     "The release does not meet its targets.": "La publication n'atteint pas ses objectifs.",
     "The release meets its targets with named exceptions.":
     "La publication atteint ses objectifs, avec des exceptions nommées.",
+    " 1 avatar copies a row that one original alone holds.":
+    " 1 avatar copie une ligne qu'une seule personne d'origine détient.",
+    " {copies} avatars copy rows that one original alone holds each.":
+    " {copies} avatars copient chacun une ligne qu'une seule personne d'origine détient.",
     "verdict: {answer}": "verdict : {answer}",
     "no avatar is an exact copy of an original row":
     "aucun avatar n'est la copie exacte d'une ligne d'origine",

@@ -46,11 +46,18 @@ def finding_text(finding: Finding, tr: Translator) -> str:
 
 
 def answer_text(verdict: ReleaseVerdict, tr: Translator) -> str:
+    """The answer in a sentence; copies of unique rows, if any, named in it."""
     if verdict.answer == MEETS:
         return tr("The release meets every target.")
-    if verdict.answer == FAILS:
-        return tr("The release does not meet its targets.")
-    return tr("The release meets its targets with named exceptions.")
+    text = (tr("The release does not meet its targets.") if verdict.answer == FAILS
+            else tr("The release meets its targets with named exceptions."))
+    copies = verdict.unique_copies
+    if copies == 1:
+        text += tr(" 1 avatar copies a row that one original alone holds.")
+    elif copies:
+        text += tr(" {copies} avatars copy rows that one original alone holds each.",
+                   copies=copies)
+    return text
 
 
 def _attacks_note(verdict: ReleaseVerdict, tr: Translator) -> list[str]:

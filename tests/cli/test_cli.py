@@ -94,9 +94,11 @@ def test_report_command_on_published_avatars(datasets_path, tmp_path):
     ]
     assert parsed.plots == ["projection", "distributions", "correlations", "local-cloaking"]
     assert "hidden rate 92.7 %, median local cloaking 24" in report.read_text()  # the paper's
-    # the verdict, last: the paper's WBCD avatars copy rows that several originals hold
+    # the verdict, last: the paper's WBCD avatars copy rows that several originals hold, and
+    # 51 that one original alone holds, said in the answer itself
     lines = done.stdout.splitlines()
-    verdict = lines.index("verdict: The release meets its targets with named exceptions.")
+    verdict = lines.index("verdict: The release meets its targets with named exceptions. 51 "
+                          "avatars copy rows that one original alone holds each.")
     assert any("exact copies of original rows" in line for line in lines[verdict:])
     assert lines[-1].startswith("Attack risks not measured")
 

@@ -18,6 +18,7 @@ from realdata import read_dataset
 import gpu_avatar as ga
 from gpu_avatar import AvatarError
 from gpu_avatar.metrics.catalogue import PRIVACY_TARGETS, SIGNAL_TARGETS
+from gpu_avatar.metrics.privacy import copies_text
 
 CATEGORICAL_MAX_DISTINCT = 10
 ENGINES = ("brute", "kdtree")
@@ -678,3 +679,13 @@ def test_float16_columns_and_unique_label_frames_are_measured():
     strict = df.set_flags(allows_duplicate_labels=False)  # a concat of both would repeat labels
     strict_result = ga.avatarize(strict, k=5, seed=0)
     assert strict_result.signal_metrics().hellinger_mean == result.signal_metrics().hellinger_mean
+
+
+def test_copies_text_stays_short():
+    """Hundreds of multiplicities: the first three named, the rest summed, one short line."""
+    shared = {held: 2 for held in range(1, 320)}
+    text = copies_text(shared)
+    assert text == ("2 of a unique row, 2 of a row held by 2, 2 of a row held by 3, "
+                    "632 of rows held by 4 or more")
+    assert len(text) <= 120
+    assert copies_text({2: 5, 1: 3}) == "3 of a unique row, 5 of a row held by 2"

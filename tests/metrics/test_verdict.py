@@ -64,10 +64,14 @@ def test_a_leaked_release_does_not_meet_its_targets(aids):
     assert not copies.passed and copies.value == len(training)
     assert any(f.kind == ATTACK for f in verdict.reasons)
     lines = verdict.lines()
-    assert lines[0] == "verdict: The release does not meet its targets."
+    unique = privacy.exact_copies_shared[1]
+    assert verdict.unique_copies == unique > 0
+    assert lines[0] == (f"verdict: The release does not meet its targets. {unique} avatars "
+                        "copy rows that one original alone holds each.")
     assert any("hidden_rate 0 misses its target > 90 by 90" in line for line in lines)
     french = verdict.lines("fr")
-    assert french[0] == "verdict : La publication n'atteint pas ses objectifs."
+    assert french[0].startswith("verdict : La publication n'atteint pas ses objectifs. "
+                                f"{unique} avatars copient")
 
 
 def test_a_missed_target_that_is_not_decisive_is_a_named_exception(published_privacy):
@@ -78,6 +82,24 @@ def test_a_missed_target_that_is_not_decisive_is_a_named_exception(published_pri
     mixed = type(verdict)(EXCEPTIONS, (*decisive, exception), False)
     assert mixed.reasons == [exception]
     assert "closest_rate 80 misses its target > 90 by 10" in str(mixed)
+
+
+def test_copies_of_unique_rows_are_named_in_the_answer(published_privacy):
+    """Copies of rows held by several originals are a named exception below the answer;
+    copies of a row one original alone holds are said in the answer's sentence."""
+    decisive = tuple(f for f in release_verdict(published_privacy).findings if f.decisive)
+    shared = Finding(COPIES, "exact_copies", False, value=4, detail={"shared": {2: 4}})
+    verdict = type(release_verdict(published_privacy))(EXCEPTIONS, (*decisive, shared), False)
+    assert verdict.unique_copies == 0
+    assert verdict.lines()[0] == "verdict: The release meets its targets with named exceptions."
+    unique = Finding(COPIES, "exact_copies", False, value=7, detail={"shared": {1: 3, 2: 4}})
+    verdict = type(verdict)(EXCEPTIONS, (*decisive, unique), False)
+    assert verdict.lines()[0] == ("verdict: The release meets its targets with named "
+                                  "exceptions. 3 avatars copy rows that one original alone "
+                                  "holds each.")
+    one = Finding(COPIES, "exact_copies", False, value=1, detail={"shared": {1: 1}})
+    assert type(verdict)(EXCEPTIONS, (*decisive, one), False).lines()[0].endswith(
+        " 1 avatar copies a row that one original alone holds.")
 
 
 def test_a_database_verdict_names_the_scenario():

@@ -29,14 +29,14 @@ CLOAKING_RANGE = {"aids": (9, 12), "wbcd": (20, 30)}
 
 @pytest.fixture(scope="module")
 def paper_runs(aids, wbcd):
-    """avatarize() of both data sets with the paper's settings (its weights included), for
-    every seed."""
+    """avatarize() of both data sets with the paper's settings (its weights included, and its
+    copies of unique rows kept: test_unique_copies.py measures the redraw), for every seed."""
     runs = {}
     for data in (aids, wbcd):
         for seed in SEEDS:
             runs[data.name, seed] = ga.avatarize(
                 data.df, k=data.k, ncp=data.ncp, seed=seed, types=data.types,
-                zero_distance="paper",
+                zero_distance="paper", unique_copies="keep",
             )
     return runs
 
@@ -131,12 +131,13 @@ def test_draw_copies_records_as_often_as_published_and_argmax_more(wbcd, paper_r
         assert abs(copy_rate(paper) - published) < 0.08, f"seed {seed}: {copy_rate(paper):.3f}"
         assert own_rate(paper) > 0.38, f"seed {seed}: own rows {own_rate(paper):.3f}"
         bounded = ga.avatarize(wbcd.df, k=20, ncp=2, seed=seed, types=wbcd.types,
-                               zero_distance="bounded").sensitive_unshuffled_avatars
+                               zero_distance="bounded",
+                               unique_copies="keep").sensitive_unshuffled_avatars
         assert own_rate(bounded) < 0.6 * own_rate(paper), f"seed {seed}: {own_rate(bounded)}"
         assert copy_rate(bounded) > 0.4, f"seed {seed}: {copy_rate(bounded)}"
     argmax = ga.avatarize(
-        wbcd.df, k=20, ncp=2, seed=0, types=wbcd.types, categorical="argmax"
-    ).sensitive_unshuffled_avatars
+        wbcd.df, k=20, ncp=2, seed=0, types=wbcd.types, categorical="argmax",
+        unique_copies="keep").sensitive_unshuffled_avatars
     assert copy_rate(argmax) > published + 0.15
 
 
@@ -535,7 +536,7 @@ def test_backend_environment_variable(monkeypatch):
 def test_neighbour_engines_give_the_same_avatars(wbcd, paper_runs, engine):
     """WBCD coordinates are full of exact duplicates: every engine must break ties alike."""
     result = ga.avatarize(
-        wbcd.df, k=20, ncp=2, seed=0, types=wbcd.types, engine=engine
+        wbcd.df, k=20, ncp=2, seed=0, types=wbcd.types, engine=engine, unique_copies="keep"
     )
     pd.testing.assert_frame_equal(result.avatars, paper_runs["wbcd", 0].avatars)
 
