@@ -756,7 +756,7 @@ def test_odd_tables_are_refused_with_the_fix_and_no_value():
     repeated = small_database(parent.assign(pid=parent["pid"].where(parent.index != 4, 105)),
                               child)
     refused(lambda: ga.avatarize_database(repeated, k=3, seed=0),
-            "'pid' is not unique (1 repeated value(s)); name a unique key")
+            "'pid' is not unique (1 repeated value(s)", "; name a unique key")
 
 
 def test_empty_table_is_refused():
