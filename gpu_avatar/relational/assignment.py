@@ -1,8 +1,9 @@
 """Giving each avatar child an avatar parent (docs/spec/multitable.md,
 section 2, step 3, and section 3).
 
-- ``calibrated_counts``: avatarized children counts -> the originals' counts, given in the
-  avatarized order, adjusted to the exact total of avatar children.
+- ``calibrated_counts``: avatarized children counts -> the originals' counts (those held by
+  few parents moved to the nearest widely held one), given in the avatarized order, adjusted
+  to the exact total of avatar children.
 - ``assign_minimum_distance``: each child to its nearest parent (the lowest index among
   equally near ones).
 - ``assign_linear_sum``: parents repeated by their counts ("slots"), then the assignment of
@@ -32,6 +33,7 @@ import numpy as np
 
 from ..backend import CPU, Backend
 from ..errors import AvatarError
+from ..metrics.signal import SHARE_FLOOR
 from ..neighbours.search import nearest_reference
 
 DEFAULT_BLOCK_SIZE = 2000  # within ~3 % of the optimum at n = 4000 (see tests)
@@ -71,18 +73,32 @@ class Assignment:
     cost_ratio_to_exact: float | None = None  # blocked cost / exact optimum, small problems
 
 
-def calibrated_counts(avatarized: np.ndarray, original: np.ndarray, total: int) -> np.ndarray:
+def calibrated_counts(avatarized: np.ndarray, original: np.ndarray, total: int,
+                      k: int) -> np.ndarray:
     """Children per avatar parent with the originals' distribution of children per parent:
     the original counts, sorted, given rank by rank in the order of the ``avatarized``
     (barycentric, so shrunk towards the mean) counts, ties by position; then one child moved
     at a time, where the avatarized count is furthest from the given one, until they sum to
     ``total`` (the avatar children to link). A barycentre of counts would shrink the tails:
-    patients with many infections, the main outcome of a recurrent-event trial."""
+    patients with many infections, the main outcome of a recurrent-event trial.
+
+    A count held by fewer than ``k`` parents or under ``SHARE_FLOOR`` of them is never handed
+    out, as the calibrated shares never raise such a modality: its parents get the nearest
+    count held more widely (the most infections of one patient are not released as such)."""
     avatarized = np.nan_to_num(np.asarray(avatarized, dtype=np.float64))
-    if total < 0:
-        raise AvatarError(f"total must be >= 0, got {total}")
+    original = np.asarray(original, dtype=np.int64)
+    if total < 0 or len(original) != len(avatarized) or (total and not len(original)):
+        raise AvatarError(f"internal: {total} children for {len(avatarized)} avatar parents "
+                          f"of {len(original)} original ones")
+    values, holders = np.unique(original, return_counts=True)
+    common = values[(holders >= k) & (holders >= SHARE_FLOOR * len(original))]
+    if not common.size:  # no count is widely held: the most held one
+        common = values[[np.argmax(holders)]] if values.size else values
+    nearest = common[np.abs(values[:, None] - common[None, :]).argmin(axis=1)] if values.size \
+        else values
     counts = np.empty(len(avatarized), dtype=np.int64)
-    counts[np.argsort(avatarized, kind="stable")] = np.sort(np.asarray(original, np.int64))
+    counts[np.argsort(avatarized, kind="stable")] = np.sort(
+        nearest[np.searchsorted(values, original)])
     while (missing := total - int(counts.sum())) != 0:
         residual = avatarized - counts
         if missing > 0:  # the parents the avatarization gave most above their count

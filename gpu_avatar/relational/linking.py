@@ -193,9 +193,11 @@ def _relink(
     original_rows: np.ndarray,
     backend: Backend,
     block_size: int | None,
+    k: int,
 ) -> tuple[LinkReport, np.ndarray]:
-    """The link's report and the avatar parent (position) of every avatar row of the child;
-    the shared coordinates live only as long as this call."""
+    """The link's report and the avatar parent (position) of every avatar row of the child
+    (``k``: the parent's, which bounds the counts of children handed out); the shared
+    coordinates live only as long as this call."""
     report = LinkReport(link.parent, link.child, link.foreign_key, link.method, 0.0, 0.0)
     if link.method == "original_order":
         rows = original_rows
@@ -210,7 +212,7 @@ def _relink(
         else:
             counts = calibrated_counts(parent_avatars[count_name(link)].to_numpy(),
                                        children_counts(original_rows, len(parent_avatars)),
-                                       len(linked))
+                                       len(linked), k)
             assignment = assign_linear_sum(children, parents, counts, block_size=block_size)
         rows = np.full(len(avatars), NO_PARENT, dtype=np.int64)
         rows[present] = assignment.parent
@@ -495,6 +497,7 @@ class DatabaseRun:
                 report, self.avatar_parent_rows[key] = _relink(
                     self.db, link, avatars, self.parents[link.parent].columns,
                     self.original_parent_rows[key], self.backend, self.assignment_block_size,
+                    self.table_runs[link.parent].parameters.k,
                 )
             self.link_reports.append(report)
             self.steps.advance()
