@@ -159,7 +159,7 @@ def test_each_treatment_releases_what_it_says(hospital, treatment):
         ward = result.treated["ward"]
         original = hospital.tables["ward"].data
         assert not ward["ward_id"].isin(original["ward_id"]).any()
-        assert not ward["ward_name"].isin(original["ward_name"]).any()  # declared identifier
+        assert ward["ward_name"].tolist() == original["ward_name"].tolist()  # its labels kept
         assert set(result.tables["visit"]["ward_id"]) <= set(ward["ward_id"])
     elif treatment == "purge":
         assert result.treated["lab"].empty
@@ -269,3 +269,49 @@ def test_a_plan_file_with_an_unknown_kind_or_key_is_refused_in_one_line(tmp_path
     path.write_text("types: {age: continuous}\nreviewed: [age]\n")
     with pytest.raises(ga.AvatarError, match="unknown key"):
         ga.Plan.read(path)
+
+
+def test_a_table_set_apart_is_checked_as_an_avatarized_one(hospital):
+    """A copied table releases its values as they are: its undeclared names are refused, and
+    a declared identifier cannot be copied (it would be released as it is)."""
+    people = hospital.tables["ward"].data.assign(
+        head=[f"{first} {last}" for first, last in zip(
+            ["Maëlle", "Jean", "Anna", "Paul", "Lea"], ["DUBOIS", "MARTIN", "PETIT", "ROUX",
+                                                        "MOREAU"], strict=True)])
+    db = ga.Database().add_table("ward", people, "ward_id", treatment="copy")
+    db.add_table("visit", hospital.tables["visit"].data.drop(columns="pid"), "vid")
+    db.add_link("ward", "ward_id", "visit", "ward_id")
+    with pytest.raises(ga.IdentifyingColumnsError) as refused:
+        ga.avatarize_database(db, k=5, seed=0)
+    assert "ward.head" in str(refused.value) and "DUBOIS" not in str(refused.value)
+    db.tables["ward"].types["head"] = "identifier"
+    with pytest.raises(ga.AvatarError, match="to be copied but declares head"):
+        ga.avatarize_database(db, k=5, seed=0)
+
+
+def test_a_plan_for_other_data_is_refused(patients, hospital):
+    plan = _confirmed(ga.plan(patients))
+    with pytest.raises(ga.AvatarError, match="no kind for column"):
+        ga.avatarize(patients.assign(nir="x"), k=5, plan=plan)
+    other = ga.Plan({"other": plan.table()})  # a database plan of another database
+    with pytest.raises(ga.AvatarError, match="proposed for tables"):
+        ga.avatarize_database(hospital, k=5, plan=other)
+
+
+def test_the_yaml_s_own_review_stays_in_its_proposed_plan_and_one_plan_is_taken(
+        hospital, tmp_path, capsys):
+    hospital.tables["patient"].data.to_csv(tmp_path / "patient.csv", index=False)
+    hospital.tables["visit"].data.drop(columns="ward_id").to_csv(tmp_path / "visit.csv",
+                                                                 index=False)
+    config = tmp_path / "hospital.yaml"
+    config.write_text(
+        "k: 5\nseed: 0\ntables:\n"
+        "  patient: {path: patient.csv, primary_key: pid, types: {age: continuous}, "
+        "review: [age]}\n"
+        "  visit: {path: visit.csv, primary_key: vid}\n"
+        "links:\n  - {parent: patient, child: visit, foreign_key: pid}\n")
+    assert ga.plan(config).tables["patient"].columns["age"].review
+    ga.plan(config).to_yaml(tmp_path / "plan.yaml")
+    assert main(["database", str(config), str(tmp_path / "out"), "--plan",
+                 str(tmp_path / "plan.yaml"), "--no-report", "-q"]) == 2
+    assert "keep one of them" in capsys.readouterr().err

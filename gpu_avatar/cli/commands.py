@@ -931,7 +931,7 @@ def _advise_database(args: argparse.Namespace, progress: bool) -> int:
     advice = ga.advise_database(
         config.database, parameters=config.parameters.replace(**settings),
         overrides=config.overrides, assignment_block_size=config.assignment_block_size,
-        progress=progress, plan=args.plan if args.plan is not None else config.plan, **options,
+        progress=progress, plan=_database_plan(args, config), **options,
     )
     _say_advice(advice, YAML_NAMES)
     if advice.k is not None:
@@ -1112,8 +1112,17 @@ def cmd_plan(args: argparse.Namespace, progress: bool) -> int:
     output = None if args.output is None else _outputs(
         args, {} if looks_like_url(args.source) else {"SOURCE": args.source}).add(
         "--output", args.output)
-    if looks_like_url(args.source) or source.is_dir() or source.suffix.lower() in YAML_SUFFIXES:
+    read = {name: value for name, value in (
+        ("sep", args.sep), ("decimal", args.decimal), ("encoding", args.encoding),
+        ("date_format", _date_format(args)), ("na_values", _na_values(args)))
+        if value is not None}
+    if looks_like_url(args.source) or source.suffix.lower() in YAML_SUFFIXES:
+        if read:
+            raise UsageError(f"--{next(iter(read)).replace('_', '-')}: for a table or a folder "
+                             "of tables; a database YAML says how each table is read")
         proposed = ga.plan(args.source)
+    elif source.is_dir():
+        proposed = ga.plan(args.source, **read)
     else:
         proposed = ga.plan(read_input(source, args).frame)
         proposed.source = str(source)
@@ -1127,6 +1136,15 @@ def cmd_plan(args: argparse.Namespace, progress: bool) -> int:
     _say(f"wrote {output}: {sum(len(t.columns) for t in proposed.tables.values())} columns, "
          f"{len(pending)} proposal(s) to review; edit it, then pass --plan {output}")
     return 0
+
+
+def _database_plan(args: argparse.Namespace, config: Any) -> Any:
+    """The plan of a database run: --plan, or the YAML's own (``plan:``, or its tables'
+    ``review``/``treatment``); both is refused, as one would hide the other's decisions."""
+    if args.plan is not None and config.plan is not None:
+        raise UsageError("--plan is given, yet the YAML file has a plan of its own (plan:, or "
+                         "tables' review or treatment): keep one of them")
+    return args.plan if args.plan is not None else config.plan
 
 
 def _read_database(args: argparse.Namespace, progress: bool):
@@ -1256,7 +1274,7 @@ def cmd_database(args: argparse.Namespace, progress: bool) -> int:
     result = ga.avatarize_database(
         config.database, parameters=config.parameters.replace(**settings),
         overrides=config.overrides, assignment_block_size=config.assignment_block_size,
-        progress=progress, plan=args.plan if args.plan is not None else config.plan,
+        progress=progress, plan=_database_plan(args, config),
     )
     seconds = time.perf_counter() - start
     with staged_outputs():  # every output or none: a database last (in one transaction)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..encoding.identifying import MESSAGE_CHARACTERS
 from ..errors import AvatarError, AvatarTypeError, FixableError
 from ..parameters import check_choice, check_types
 
@@ -48,7 +49,6 @@ TREATMENTS = {
 ANONYMIZE = "anonymize"
 TREATED_WORDS = {"copy": "copied as it is", "pseudonymize": "pseudonymized (keys replaced, "
                  "other values as they are)", "purge": "purged (no rows)", "ignore": "left out"}
-_MESSAGE_LIMIT = 300  # characters of a refusal, its fix included
 TABLE_PLAN_KEYS = ("types", "review", "treatment", "treatment_review")
 
 
@@ -95,11 +95,14 @@ class Plan:
     """Column kinds and table treatments for one table (``tables`` keyed by None) or a
     database (keyed by table name); ``entities``: person keys shared by tables that no link
     joins, proposed (``Database.add_entity``'s arguments), applied only once written into the
-    database's YAML; ``source``: what it was proposed for (the file's header)."""
+    database's YAML; ``source``: what it was proposed for (the file's header); ``partial``:
+    decisions for some tables and columns only (a database YAML's own ``review`` and
+    ``treatment``), not a plan proposed for the whole data."""
 
     tables: dict[str | None, TablePlan]
     entities: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str | None = None
+    partial: bool = False  # a database YAML's own decisions: only the tables and columns named
 
     @classmethod
     def of(cls, plan: Any) -> Plan:
@@ -167,25 +170,31 @@ class Plan:
         }
         head = f"{where}: {len(pending)} proposal(s) await review: "
         tail = "; nothing was released"
-        room = _MESSAGE_LIMIT - len(head) - len(tail) - 2 - max(map(len, fixes.values()))
+        room = MESSAGE_CHARACTERS - len(head) - len(tail) - 2 - max(map(len, fixes.values()))
         clauses = [f"{name if table is None else f'{table}.{name}'} ({label})"
                    for table, name, label in pending]
         raise PlanReviewError(head + _listed(clauses, room) + tail, fixes)
 
     # ------------------------------------------------------------------ applying
     def types_for(self, columns: Any, declared: Mapping[Any, str] | None = None,
-                  table: str | None = None, where: str = "the plan") -> dict[Any, str]:
-        """The kinds a run of table ``table`` uses: the plan's, checked reviewed and naming
-        only ``columns``, with ``declared`` (the run's own ``types``) over them."""
+                  table: str | None = None, where: str = "the plan",
+                  keys: Any = ()) -> dict[Any, str]:
+        """The kinds a run of table ``table`` uses: the plan's, checked reviewed and made for
+        these ``columns`` (each one in it, ``keys`` and those ``declared`` aside, and no
+        other), with ``declared`` (the run's own ``types``) over them."""
         self.check_reviewed(where)
         plan = self.table(table)
+        declared = declared or {}
         present = set(columns)
         unknown = [str(c) for c in plan.columns if c not in present]
-        if unknown:
-            raise AvatarError(
-                f"{where} names column(s) the data lacks ({_listed(unknown, 120)}); propose "
-                "a plan for this data (ga.plan, gpu-avatar plan)")
-        return {**plan.types(), **(declared or {})}
+        unplanned = [] if self.partial else [str(c) for c in columns if not (
+            c in plan.columns or c in declared or c in keys)]
+        if unknown or unplanned:
+            lacks = f"names column(s) the data lacks ({_listed(unknown, 80)})" if unknown \
+                else f"has no kind for column(s) {_listed(unplanned, 80)}"
+            raise AvatarError(f"{where} {lacks}: it was proposed for other data; propose one "
+                              "for this data (ga.plan, gpu-avatar plan) and review it")
+        return {**plan.types(), **declared}
 
     # ------------------------------------------------------------------ the file
     def to_yaml(self, path: str | Path | None = None) -> str:
@@ -225,7 +234,7 @@ class Plan:
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
-        """A plan file (``to_yaml``), or a database YAML whose ``tables:`` hold the plan."""
+        """A plan file (``to_yaml``); a database YAML names its own with ``plan:``."""
         import yaml
 
         path = Path(path)

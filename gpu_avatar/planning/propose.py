@@ -5,13 +5,15 @@ keys, names, free text, each to be reviewed) or the kind its values have (a vari
 review). Each table of a database gets ``anonymize``, or ``copy`` to review where it reads as a
 reference table that describes no one: a parent with no parent of its own, at most
 ``REFERENCE_ROWS`` rows, each referenced by ``REFERENCE_CHILDREN`` child rows or more on
-average, most of its columns a label distinct on every row. Person keys of tables that no
+average, its columns text labels (no number, date or flag), most distinct on every row and
+none flagged otherwise (no name, person key, free text or contact). Person keys of tables that no
 link joins, holding the same values, are proposed as an entity. See docs: "The plan".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ from .model import ANONYMIZE, Plan, Proposal, TablePlan
 
 REFERENCE_ROWS = 1000  # a reference table lists few things: wards, airlines, drugs
 REFERENCE_CHILDREN = 20  # rows referring to each of its rows, on average
+# what the identifying rule says of a reference table's labels, one per thing listed
+LABEL_FLAGS = ("distinct on every row", "values held by one row")
 ENTITY_CONTAINMENT = 0.8  # share of the smaller key's values the other key holds
 ENTITY_MIN_VALUES = 20  # fewer shared values say little
 TABLE_SUFFIXES = (".csv", ".parquet", ".tsv", ".txt")
@@ -85,10 +89,15 @@ def plan(data: Any, *, types: Mapping[Any, str] | None = None, **read_options: A
         proposed = propose_database(config.database, source=str(path))
         own = config.plan if isinstance(config.plan, Plan) else None  # not a plan file's
         for name, table in (own.tables if own else {}).items():
-            if name in proposed.tables and table.treatment != ANONYMIZE:
+            if name not in proposed.tables:
+                continue
+            if table.treatment != ANONYMIZE:
                 proposed.tables[name].treatment = table.treatment
                 proposed.tables[name].treatment_evidence = "declared"
                 proposed.tables[name].treatment_review = table.treatment_review
+            columns = proposed.tables[name].columns
+            for column in [c for c, p in table.columns.items() if p.review and c in columns]:
+                columns[column] = replace(columns[column], review=True)  # still to review
         return proposed
     frame = read_table_file(path, **read_options).frame
     return Plan({None: propose_table(frame, types or {})}, source=str(path))
@@ -141,12 +150,20 @@ def propose_database(db: Database, source: str | None = None) -> Plan:
     """Every table's proposals and treatment, and the entities proposed."""
     tables = {}
     for name, table in db.tables.items():
-        keys = {table.primary_key: "primary key: fresh values in the release"}
-        keys.update({link.foreign_key: f"foreign key to {link.parent}: relinked to its avatars"
-                     for link in db.parents_of(name)})
-        tables[name] = propose_table(table.data, table.types, name, keys)
         reference = _reference_evidence(db, name)
+        keys = {table.primary_key: "primary key: " + (
+            "as it is, if the table is copied" if reference else "fresh values in the release")}
+        keys.update({link.foreign_key: f"foreign key to {link.parent}: " + (
+            "its keys, as a variable, if it is copied" if _reference_evidence(db, link.parent)
+            else "relinked to its avatars") for link in db.parents_of(name)})
+        tables[name] = propose_table(table.data, table.types, name, keys)
         if reference is not None:
+            columns = tables[name].columns
+            for column, proposal in columns.items():
+                if proposal.review:  # its labels, released as they are with the copy
+                    columns[column] = Proposal(
+                        "categorical", f"a label of the things listed ({proposal.evidence}): "
+                        "released as it is if the table is copied", "medium", True, "a label")
             tables[name].treatment = "copy"
             tables[name].treatment_evidence = f"medium: {reference}"
             tables[name].treatment_review = True
@@ -164,8 +181,13 @@ def _reference_evidence(db: Database, name: str) -> str | None:
     if referring < REFERENCE_CHILDREN * rows:
         return None
     labels = [c for c in table.data.columns if c != table.primary_key]
+    if not labels or not all(is_text(table.data[c].dtype) for c in labels):
+        return None  # numbers, dates, flags: what a table about people holds
+    flagged = identifying_columns(table.data[labels], {}, name)
+    if any(c.label not in LABEL_FLAGS for c in flagged):
+        return None  # names, person keys, free text, contacts: people, not things
     distinct = [c for c in labels if table.data[c].nunique() >= 0.95 * rows]
-    if labels and len(distinct) * 2 < len(labels):
+    if len(distinct) * 2 < len(labels):
         return None
     return (f"{rows:,} rows, each referenced by {referring / rows:,.0f} rows of "
             f"{', '.join(link.child for link in children)} on average, its columns labels: "
@@ -200,7 +222,7 @@ def _entities(db: Database, tables: dict[str, TablePlan]) -> dict[str, dict[str,
             shared = len(values_a & values_b)
             if shared >= ENTITY_MIN_VALUES and shared >= ENTITY_CONTAINMENT * min(
                     len(values_a), len(values_b)):
-                entities[str(column_a)] = {
+                entities[f"{table_a}.{column_a}"] = {
                     "columns": {table_a: column_a, table_b: column_b},
                     "evidence": f"{shared:,} values held by both columns, no link between "
                                 "the tables"}

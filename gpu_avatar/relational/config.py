@@ -253,9 +253,12 @@ def _plan(path: Path, top: dict, specs: dict) -> Plan | Path | None:
     if not own:
         return None
     try:
-        return Plan.from_mapping({"tables": specs}, source=str(path), ignore=tuple(TABLE_KEYS))
+        decided = Plan.from_mapping({"tables": specs}, source=str(path),
+                                    ignore=tuple(TABLE_KEYS))
     except GpuAvatarError as error:
         raise _in_file(path, error) from error
+    decided.partial = True  # the types here are declarations, as ever: not a whole plan
+    return decided
 
 
 def _database_from_files(path: Path, specs: dict, links: list) -> tuple[Database, dict, dict]:

@@ -71,7 +71,7 @@ from .assignment import (
 from .results import DatabaseAvatarizationResult, LinkReport, TableRun
 from .schema import NO_PARENT, Database, Link, children_counts, parent_rows, take_parents
 from .time_series import SeriesModel, fit_series
-from .treatments import planned_database, set_apart
+from .treatments import planned_database, released_as_they_are, set_apart
 
 logger = logging.getLogger("gpu_avatar")
 COORDINATE_CHUNK_ROWS = 1 << 18  # children encoded and projected at once (shared coordinates)
@@ -622,6 +622,7 @@ def avatarize_database(
         raise AvatarTypeError(f"expected a gpu_avatar.Database, got {type(db).__name__}")
     if plan is not None:
         db = planned_database(db, plan)
+    whole = db
     db, treatments, treated = set_apart(db)
     base = avatar_parameters(parameters, **settings)
     if assignment_block_size is not None:
@@ -635,8 +636,9 @@ def avatarize_database(
     order = db.topological_order()
     series_tables = {link.child for link in db.links if link.method == "time_series"}
     knowingly_released = refuse_undeclared_tables({  # every table, before any work
-        name: (data[name][db.variables(name)], db.tables[name].types)
-        for name in order if name not in series_tables
+        **{name: (data[name][db.variables(name)], db.tables[name].types)
+           for name in order if name not in series_tables},
+        **released_as_they_are(whole, treatments, treated),
     })
     for link in db.links:
         if link.method == "time_series" and link.child in (overrides or {}):

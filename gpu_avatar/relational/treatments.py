@@ -18,12 +18,14 @@ from typing import Any
 import pandas as pd
 
 from ..encoding.identifiers import IdentifierValues
-from ..errors import FixableError
+from ..errors import AvatarError, FixableError
 from ..parameters import column_kind
 from ..planning.model import ANONYMIZE, Plan
 from .schema import Database
 
 RELEASED_AS_IS = ("copy", "pseudonymize")
+_DONE = {"copy": "copied", "pseudonymize": "pseudonymized", "purge": "purged",
+         "ignore": "left out"}
 
 
 def planned_database(db: Database, plan: Any) -> Database:
@@ -34,19 +36,37 @@ def planned_database(db: Database, plan: Any) -> Database:
     plan.check_reviewed(where)
     if not plan.is_database:
         raise FixableError(f"{where} is a one-table plan; a database needs one proposed for it",
-                           {"python": "pass plan=ga.plan(db)",
+                           {"python": "pass plan=ga.plan(db), reviewed",
                             "cli": "write it with gpu-avatar plan SOURCE -o plan.yaml",
                             "yaml": "write it with gpu-avatar plan CONFIG.yaml -o plan.yaml"})
+    if not plan.partial and set(plan.tables) != set(db.tables):
+        raise AvatarError(f"{where} was proposed for tables {sorted(plan.tables)}, not this "
+                          f"database's {sorted(db.tables)}; propose one for this database "
+                          "(ga.plan, gpu-avatar plan) and review it")
     planned = copy.copy(db)
     planned.tables = dict(db.tables)
     for name, table in db.tables.items():
-        if name not in plan.tables:
+        if name not in plan.tables:  # a partial plan: the table's own types alone
             continue
-        types = plan.types_for(table.data.columns, table.types, name, where)
+        keys = {table.primary_key, *db.foreign_keys(name)}
+        types = plan.types_for(table.data.columns, table.types, name, where, keys)
         treatment = plan.tables[name].treatment
         declared = table.treatment if table.treatment != ANONYMIZE else treatment
         planned.tables[name] = dataclasses.replace(table, types=types, treatment=declared)
     return planned
+
+
+def released_as_they_are(db: Database, treatments: Mapping[str, str],
+                         treated: Mapping[str, pd.DataFrame]) -> dict[str, tuple]:
+    """The values that tables set apart release as they are (their keys and fresh values
+    aside), with their kinds: what the identifying rule checks, as for the avatarized ones."""
+    checked = {}
+    for name, frame in treated.items():
+        table = db.tables[name]
+        fresh = {table.primary_key, *(c for c, kind in table.types.items()
+                                      if column_kind(kind) == "identifier")}
+        checked[name] = (frame[[c for c in frame.columns if c not in fresh]], table.types)
+    return {name: checked[name] for name in treatments if name in checked}
 
 
 def set_apart(db: Database) -> tuple[Database, dict[str, str], dict[str, pd.DataFrame]]:
@@ -77,16 +97,35 @@ def set_apart(db: Database) -> tuple[Database, dict[str, str], dict[str, pd.Data
 
 
 def _check(db: Database, treatments: Mapping[str, str]) -> None:
-    """Refuse treatments the links do not allow, naming the tables and the fix."""
+    """Refuse treatments the links or the columns do not allow, naming the tables and the
+    fix: a copied table releases every value as it is, so it holds no identifier, pseudonym
+    or excluded column; a pseudonymized one gets fresh values, so it holds no entity's or
+    pseudonym's column (whose values must join other tables)."""
+    for name, treatment in treatments.items():
+        types = db.tables[name].types
+        if treatment == "copy":
+            apart = [str(c) for c, kind in types.items()
+                     if column_kind(kind) in ("identifier", "excluded")]
+        elif treatment == "pseudonymize":
+            apart = [str(c) for c, kind in types.items()
+                     if column_kind(kind) == "identifier" and kind != "identifier"]
+        else:
+            continue
+        if apart:
+            raise FixableError(
+                f"table {name!r} is to be {_DONE[treatment]} but declares {', '.join(apart)} "
+                f"{'identifiers or excluded' if treatment == 'copy' else 'pseudonyms'}: "
+                f"{'pseudonymize' if treatment == 'copy' else 'anonymize'} it, or drop them",
+                _fixes(name))
     for link in db.links:
         parent, child = treatments.get(link.parent), treatments.get(link.child)
         if child in RELEASED_AS_IS:
             raise FixableError(
-                f"table {link.child!r} is to be {child}d but refers to {link.parent!r}: only "
+                f"table {link.child!r} is to be {_DONE[child]} but refers to {link.parent!r}: only "
                 "a table with no parent is released as it is", _fixes(link.child))
         if parent in ("purge", "ignore") and child not in ("purge", "ignore"):
             raise FixableError(
-                f"table {link.child!r} refers to {link.parent!r}, which is to be {parent}d: "
+                f"table {link.child!r} refers to {link.parent!r}, which is to be {_DONE[parent]}: "
                 f"{parent} {link.child!r} too, or anonymize {link.parent!r}",
                 _fixes(link.parent))
     if len(treatments) == len(db.tables):

@@ -465,7 +465,7 @@ def avatarize_parquet(
                   total=3 + bool(metrics) + max(1, -(-n // batch_size)))
     tick = time.perf_counter()
     with steps.step("scan"):
-        plan, scan = make_plan(
+        batch_plan, scan = make_plan(
             source_, batch_size, sequence, parameters.types, parameters.imputation,
             RareModalities.of(parameters), scheduler.map,
         )
@@ -476,8 +476,8 @@ def avatarize_parquet(
                    "files": source_.fingerprint(), "rows": n},
         "parameters": _recorded_parameters(parameters, backend_.name, metrics),
         "seed": int(sequence.entropy),
-        "rows_per_part": plan.sizes,
-        "parts": [part_name(b) for b in range(plan.n_batches)],
+        "rows_per_part": batch_plan.sizes,
+        "parts": [part_name(b) for b in range(batch_plan.n_batches)],
         # columns that could identify a person, released because their kind was declared
         "knowingly_released": [f"{c.name}: {c.reason}" for c in scan.knowingly_released],
     }
@@ -506,32 +506,32 @@ def avatarize_parquet(
     )
     _write_json(store, manifest)
 
-    batched = plan.n_batches > 1
+    batched = batch_plan.n_batches > 1
     with steps.step("route"):
         tick = time.perf_counter()
         manifest["routed"] = bool((previous or {}).get("routed")) and spills_intact(
-            store, manifest["spill"], plan.sizes)
+            store, manifest["spill"], batch_plan.sizes)
         if batched and not manifest["routed"]:
             store.remove(SPILL)
             manifest["spill"] = run
-            scheduler.map(route_partition, source_.partitions(), source_, plan, store, run)
+            scheduler.map(route_partition, source_.partitions(), source_, batch_plan, store, run)
             manifest["routed"] = True
             _write_json(store, manifest)
         timings["route"] = time.perf_counter() - tick
-    offsets = plan.offsets
+    offsets = batch_plan.offsets
     tasks = [
         BatchTask(
             batch=b,
-            n_batches=plan.n_batches,
-            rows=plan.sizes[b],
+            n_batches=batch_plan.n_batches,
+            rows=batch_plan.sizes[b],
             offset=offsets[b],
             sequence=batch_seed(sequence, b) if batched else sequence,
             batched=batched,
             run=run,
             spill=manifest["spill"],
-            fresh=scan.apart.fresh_for(offsets[b], offsets[b] + plan.sizes[b]),
+            fresh=scan.apart.fresh_for(offsets[b], offsets[b] + batch_plan.sizes[b]),
         )
-        for b in range(plan.n_batches)
+        for b in range(batch_plan.n_batches)
     ]
     shared = scan.apart.for_positions(0, 0)  # the pseudonyms: each batch its own identifiers
     context = BatchContext(None, source_, scan.dtypes, shared, store, bool(metrics), rules)
@@ -569,7 +569,7 @@ def avatarize_parquet(
         if metrics:
             with steps.step("release metrics"):
                 tick = time.perf_counter()
-                release = _release_metrics(store, manifest["parts"], tasks, plan, batch_size,
+                release = _release_metrics(store, manifest["parts"], tasks, batch_plan, batch_size,
                                            context, parameters, scheduler)
                 timings["release metrics"] = time.perf_counter() - tick
     finally:
