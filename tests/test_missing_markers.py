@@ -104,9 +104,9 @@ def test_markers_given_are_missing_even_in_a_text_column(tmp_path, capsys):
                          for p in (training, holdout)])
     assert (written["exer"] == "").sum() == nones and "None" not in set(written["exer"])
     assert main(["split", str(source), str(training), str(holdout), "--na-values", "None",
-                 "--quiet"]) == 0
+                 "--quiet", "--overwrite"]) == 0
     assert main(["split", str(source), str(training), str(holdout), "--na-values",
-                 "wrong=None", "--quiet"]) == 1
+                 "wrong=None", "--quiet", "--overwrite"]) == 1
     assert "unknown column(s) ['wrong']" in capsys.readouterr().err
 
     config = tmp_path / "db.yaml"

@@ -188,7 +188,7 @@ def test_the_output_encoding_is_an_option(export, tmp_path, capsys):
     written = ga.read_table_file(training)
     assert (written.sep, written.decimal, written.encoding) == (",", ".", "utf-8")
     assert "Réanimation" in training.read_text(encoding="utf-8")
-    assert main(["split", str(source), str(training), str(holdout), "--quiet",
+    assert main(["split", str(source), str(training), str(holdout), "--quiet", "--overwrite",
                  "--output-encoding", "klingon"]) == 1
     assert "--output-encoding 'klingon' is not a known text encoding" in capsys.readouterr().err
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import gpu_avatar as ga
-from gpu_avatar import parallel, synthesis
+from gpu_avatar import parallel, streams, synthesis
 from gpu_avatar.synthesis import RANDOM_BLOCK
 
 
@@ -29,7 +29,7 @@ def serial_weights(distances, seed, first_row, zero_distance):
     for start in range(0, b, RANDOM_BLOCK):
         stop = min(start + RANDOM_BLOCK, b)
         rng = synthesis._block_generator(
-            seed, synthesis._STREAM_WEIGHTS, (first_row + start) // RANDOM_BLOCK
+            seed, streams.WEIGHTS, (first_row + start) // RANDOM_BLOCK
         )
         exponential = rng.exponential(1.0, size=(stop - start, k))
         ranks = synthesis.random_ranks(rng.random((stop - start, k - 1)))

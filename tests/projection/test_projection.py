@@ -232,10 +232,13 @@ def test_inverse_transform_round_trip(dataset, request, aids_imputed):
     for column in df.columns:
         if column in data.types:
             assert (back[column].to_numpy() == df[column].to_numpy()).all(), column
-        else:
+        else:  # within half a unit of the decimals the column is released with (those most
+            # values show: wtkg has 4, 77 of its 2,139 values 5)
+            decimals = estimator.encoder_.specs_[column].decimals
             np.testing.assert_allclose(
                 back[column].to_numpy(dtype=float), df[column].to_numpy(dtype=float),
-                rtol=0, atol=1e-8, err_msg=column,
+                rtol=0, atol=1e-8 + (0.5 * 10.0 ** -decimals if decimals is not None else 0),
+                err_msg=column,
             )
 
 
