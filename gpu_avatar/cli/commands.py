@@ -1424,13 +1424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args.tables_read, args.verdict = [], None
             results = io.StringIO()  # said after how the inputs were read, once they succeed
-            try:
-                with contextlib.redirect_stdout(results):
-                    status = args.handler(args, _progress_wanted(args))
-                for table in args.tables_read:
-                    _say(table.summary())
-            finally:
-                print(results.getvalue(), end="", flush=True)
+            with contextlib.redirect_stdout(results):  # a failure says its one line alone
+                status = args.handler(args, _progress_wanted(args))
+            for table in args.tables_read:
+                _say(table.summary())
+            print(results.getvalue(), end="", flush=True)
             for line in args.verdict.lines() if args.verdict is not None else ():
                 _say(line)
             return status
