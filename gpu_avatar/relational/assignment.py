@@ -78,8 +78,9 @@ def calibrated_counts(avatarized: np.ndarray, original: np.ndarray, total: int,
     """Children per avatar parent with the originals' distribution of children per parent:
     the original counts, sorted, given rank by rank in the order of the ``avatarized``
     (barycentric, so shrunk towards the mean) counts, ties by position; then one child moved
-    at a time, where the avatarized count is furthest from the given one, until they sum to
-    ``total`` (the avatar children to link). A barycentre of counts would shrink the tails:
+    at a time, where the avatarized count is furthest from the given one (parents with no
+    child or one child last, so that the share of parents without children holds), until
+    they sum to ``total`` (the avatar children to link). A barycentre of counts would shrink the tails:
     patients with many infections, the main outcome of a recurrent-event trial.
 
     A count held by fewer than ``k`` parents or under ``SHARE_FLOOR`` of them is never handed
@@ -101,12 +102,15 @@ def calibrated_counts(avatarized: np.ndarray, original: np.ndarray, total: int,
         nearest[np.searchsorted(values, original)])
     while (missing := total - int(counts.sum())) != 0:
         residual = avatarized - counts
-        if missing > 0:  # the parents the avatarization gave most above their count
-            chosen = np.lexsort((np.arange(len(counts)), -residual))[:missing]
+        if missing > 0:  # the parents the avatarization gave most above their count, those
+            # with children first (the share of parents without children is kept)
+            chosen = np.lexsort((np.arange(len(counts)), -residual, counts == 0))[:missing]
             counts[chosen] += 1
-        else:  # those it gave most below, among the parents with a child to take
+        else:  # those it gave most below, among the parents with a child to take, those
+            # with more than one first
             candidates = np.flatnonzero(counts > 0)
-            chosen = candidates[np.lexsort((candidates, residual[candidates]))][:-missing]
+            chosen = candidates[np.lexsort((candidates, residual[candidates],
+                                            counts[candidates] == 1))][:-missing]
             counts[chosen] -= 1
     return counts
 
