@@ -80,8 +80,8 @@ def calibrated_counts(avatarized: np.ndarray, original: np.ndarray, total: int,
     (barycentric, so shrunk towards the mean) counts, ties by position; then one child moved
     at a time, where the avatarized count is furthest from the given one (parents with no
     child or one child last, so that the share of parents without children holds), until
-    they sum to ``total`` (the avatar children to link). A barycentre of counts would shrink the tails:
-    patients with many infections, the main outcome of a recurrent-event trial.
+    they sum to ``total`` (the avatar children to link). A barycentre of counts would shrink
+    the tails: patients with many infections, the main outcome of a recurrent-event trial.
 
     A count held by fewer than ``k`` parents or under ``SHARE_FLOOR`` of them is never handed
     out, as the calibrated shares never raise such a modality: its parents get the nearest
