@@ -149,12 +149,13 @@ def _variable(series: pd.Series) -> tuple[str, str]:
 def propose_database(db: Database, source: str | None = None) -> Plan:
     """Every table's proposals and treatment, and the entities proposed."""
     tables = {}
+    references = {name: _reference_evidence(db, name) for name in db.tables}
     for name, table in db.tables.items():
-        reference = _reference_evidence(db, name)
+        reference = references[name]
         keys = {table.primary_key: "primary key: " + (
             "as it is, if the table is copied" if reference else "fresh values in the release")}
         keys.update({link.foreign_key: f"foreign key to {link.parent}: " + (
-            "its keys, as a variable, if it is copied" if _reference_evidence(db, link.parent)
+            "its keys, as a variable, if it is copied" if references[link.parent]
             else "relinked to its avatars") for link in db.parents_of(name)})
         tables[name] = propose_table(table.data, table.types, name, keys)
         if reference is not None:
