@@ -29,22 +29,6 @@ DATETIME = "datetime"  # declared as "datetime" or "datetime:FORMAT": a continuo
 PSEUDONYM = "pseudonym"  # declared "pseudonym[:STRATEGY[:OPTIONS]]": an identifier's strategy
 REATTACH_METHODS = ("row_order", "coordinate_similarity")  # how an excluded column comes back
 KIND_HEADS = (*KINDS, DATETIME, PSEUDONYM)  # what a declaration starts with, before any ":"
-KIND_MEANINGS = {  # what ``types`` may declare (the column plan), and what each does
-    "continuous": "numbers, or text that reads as numbers: standardised",
-    "categorical": "modalities: one indicator per modality",
-    DATETIME: "dates, or text that reads as dates (datetime:FORMAT gives the strptime format): "
-              "seconds since the epoch, standardised",
-    "identifier": "not a variable: fresh values in the release",
-    f"{PSEUDONYM}:STRATEGY": "an identifier whose avatars carry a pseudonym of their original's "
-                             "value, one per value in every table (STRATEGY: integer, "
-                             "pattern, uuid4, constant, hmac, fake; 'pseudonym' alone or "
-                             "pseudonym:fresh is 'identifier')",
-    "excluded:row_order": "left out of the method; each avatar gets its own original's value "
-                          "(released as is)",
-    "excluded:coordinate_similarity": "left out of the method; each avatar gets the value of "
-                                      "the original nearest to it in the projection",
-    "dropped": "left out of the release",
-}
 IMPUTATIONS = ("median", "mean", "mode", "knn")
 CATEGORICAL_RULES = ("draw", "argmax")
 # How a neighbour at distance 0 (an exact duplicate) is weighted (synthesis.py): "paper" by
@@ -157,9 +141,9 @@ def kinds_listed() -> str:
 
 
 def check_types(types: Any, where: str = "types") -> dict[Any, str]:
-    """The column plan: a mapping column -> declaration (``KIND_MEANINGS``; a pseudonym also
-    as a ``Pseudonym`` or a mapping of its options), each written in its checked text form;
-    None is no declaration."""
+    """The column plan: a mapping column -> declaration (``kinds_listed``, told in
+    ``KINDS_DOCUMENTED``; a pseudonym also as a ``Pseudonym`` or a mapping of its options),
+    each written in its checked text form; None is no declaration."""
     if types is None:
         return {}
     if not isinstance(types, Mapping):
@@ -349,7 +333,7 @@ class AvatarParameters(_Settings):
     - ``ncp``: projection axes used for the neighbour search;
     - ``column_weights``: weight per column in the projection (default 1);
     - ``types``: the column plan, column -> "continuous", "categorical", "datetime",
-      "identifier", "pseudonym:STRATEGY", "excluded:METHOD" or "dropped" (``KIND_MEANINGS``;
+      "identifier", "pseudonym:STRATEGY", "excluded:METHOD" or "dropped" (``kinds_listed``;
       variables are detected otherwise);
     - ``imputation``: temporary filling of missing values, one of ``IMPUTATIONS``;
     - ``categorical``: "draw" a neighbour's modality by weight, or take the "argmax";

@@ -1,5 +1,5 @@
 """The columns released apart from the method, as the column plan declares them
-(``parameters.KIND_MEANINGS``), for a batch's unshuffled avatars (row i: the avatar of row i):
+(``parameters.kinds_listed``), for a batch's unshuffled avatars (row i: the avatar of row i):
 
 - ``identifier``: fresh values by released position (``encoding/identifiers.py``): they tell
   nothing about anyone;
